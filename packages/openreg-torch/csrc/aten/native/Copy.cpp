@@ -1,0 +1,101 @@
+// Copies between the host and openreg devices and between openreg devices: the
+// `_copy_from` kernel behind every Tensor.copy_, .to() and .cpu().
+
+#include "aten/native/Copy.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "aten/native/KernelView.h"
+#include "runtime/OpenRegException.h"
+#include "runtime/OpenRegFunctions.h"
+#include "runtime/OpenRegHostAllocator.h"
+#include "runtime/OpenRegKernelLaunch.h"
+#include "runtime/OpenRegStream.h"
+
+namespace at::native::openreg {
+namespace {
+
+using c10::openreg::OpenRegStream;
+
+bool is_device(const Tensor& tensor) {
+  return tensor.device().type() == c10::kPrivateUse1;
+}
+
+// A copy that is one memcpy: same dtype, same bits, same dense layout.
+bool is_flat_copy(const Tensor& src, const Tensor& dst) {
+  return src.dtype() == dst.dtype() && src.is_conj() == dst.is_conj() &&
+      src.is_neg() == dst.is_neg() && src.is_non_overlapping_and_dense() &&
+      dst.is_non_overlapping_and_dense() && src.sizes() == dst.sizes() &&
+      src.strides() == dst.strides();
+}
+
+orMemcpyKind kind_of(const Tensor& src, const Tensor& dst) {
+  if (is_device(src)) {
+    return is_device(dst) ? orMemcpyDeviceToDevice : orMemcpyDeviceToHost;
+  }
+  return orMemcpyHostToDevice;
+}
+
+// DOC START: copy-flat
+void flat_copy(const Tensor& src, const Tensor& dst, const OpenRegStream& stream,
+               bool non_blocking) {
+  const orMemcpyKind kind = kind_of(src, dst);
+  const Tensor& host = kind == orMemcpyHostToDevice ? src : dst;
+  OPENREG_CHECK(orMemcpyAsync(dst.data_ptr(), src.const_data_ptr(), src.nbytes(), kind,
+                              stream.stream()));
+  if (kind == orMemcpyDeviceToDevice) {
+    return;  // ordered on the stream like any other device work
+  }
+  if (non_blocking && c10::openreg::isPinnedPointer(host.const_data_ptr())) {
+    // Truly asynchronous: keep the pinned block from being recycled mid-copy.
+    c10::openreg::recordHostUse(host.const_data_ptr(), stream.unwrap());
+  } else {
+    stream.synchronize();  // a blocking copy returns with the data in place
+  }
+}
+// DOC END: copy-flat
+
+// Any other copy (dtype conversion, strided layouts, conjugation) is a kernel: PyTorch's
+// CPU copy runs directly on the kernel views of the device tensors.
+void kernel_copy(const Tensor& src, const Tensor& dst, const OpenRegStream& stream) {
+  c10::openreg::launch_kernel(stream, [&] {
+    const Tensor src_view = is_device(src) ? kernel_alias(src) : src;
+    const Tensor dst_view = is_device(dst) ? kernel_alias(dst) : dst;
+    dst_view.copy_(src_view);
+  });
+}
+
+} // namespace
+
+// DOC START: copy-from
+Tensor _copy_from(const Tensor& source, const Tensor& dst, bool non_blocking) {
+  TORCH_CHECK(is_device(source) || is_device(dst), "openreg: _copy_from needs an openreg tensor");
+  if (dst.numel() == 0) {
+    return dst;
+  }
+  // copy_ hands over the source unbroadcast; expanding is a view, never a copy.
+  const Tensor self = source.expand(dst.sizes());
+  // The copy runs on the current stream of the destination device (the source's for
+  // a copy to the host). A source on another device is synchronised first.
+  const Tensor& device_side = is_device(dst) ? dst : self;
+  const c10::DeviceGuard guard(device_side.device());
+  const OpenRegStream stream = c10::openreg::getCurrentOpenRegStream(device_side.device().index());
+  if (is_device(self) && is_device(dst) && self.device() != dst.device()) {
+    c10::openreg::getCurrentOpenRegStream(self.device().index()).synchronize();
+  }
+  if (is_flat_copy(self, dst)) {
+    flat_copy(self, dst, stream, non_blocking);
+  } else {
+    kernel_copy(self, dst, stream);
+  }
+  return dst;
+}
+// DOC END: copy-from
+
+Tensor _copy_from_and_resize(const Tensor& self, const Tensor& dst) {
+  dst.resize_(self.sizes());
+  return _copy_from(self, dst, /*non_blocking=*/false);
+}
+
+} // namespace at::native::openreg

@@ -1,0 +1,17 @@
+#pragma once
+
+// Device tensors seen through the kernel view: a CPU tensor with the same sizes,
+// strides, storage offset, dtype and conjugate/negative bits, whose storage aliases the
+// device storage's read-write kernel mapping. CPU kernels run on it without any copy.
+
+#include <ATen/core/Tensor.h>
+
+namespace at::native::openreg {
+
+// The kernel-view alias of an openreg tensor (undefined stays undefined).
+at::Tensor kernel_alias(const at::Tensor& device_tensor);
+
+// The kernel-view address of device memory.
+void* kernel_pointer(const void* device_pointer);
+
+} // namespace at::native::openreg

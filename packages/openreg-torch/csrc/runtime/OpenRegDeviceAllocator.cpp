@@ -1,0 +1,383 @@
+#include "runtime/OpenRegDeviceAllocator.h"
+
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/flat_hash_map.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+#include "runtime/OpenRegException.h"
+#include "runtime/OpenRegFunctions.h"
+#include "runtime/OpenRegStream.h"
+
+namespace c10::openreg {
+namespace {
+
+using CachingDeviceAllocator::DeviceStats;
+using c10::CachingAllocator::StatType;
+
+constexpr size_t kMinBlockSize = 512;           // every size is a multiple of this
+constexpr size_t kSmallSize = 1 << 20;          // requests up to 1 MiB: the small pool
+constexpr int kMaxDevices = 64;
+
+struct Block {
+  void* ptr = nullptr;
+  size_t size = 0;       // the size class actually reserved
+  size_t requested = 0;  // what the caller asked for
+  orStream_t stream = nullptr;
+  std::unordered_set<Stream> stream_uses;  // other streams that used it (record_stream)
+  std::vector<orEvent_t> pending_events;   // recorded on those streams at free time
+};
+
+struct PoolKey {
+  orStream_t stream;
+  size_t size;
+  bool operator<(const PoolKey& other) const {
+    return stream != other.stream ? stream < other.stream : size < other.size;
+  }
+};
+
+StatType poolOf(size_t size) {
+  return size <= kSmallSize ? StatType::SMALL_POOL : StatType::LARGE_POOL;
+}
+
+void increase(c10::CachingAllocator::StatArray& stats, size_t size, size_t amount) {
+  stats[static_cast<size_t>(StatType::AGGREGATE)].increase(amount);
+  stats[static_cast<size_t>(poolOf(size))].increase(amount);
+}
+
+void decrease(c10::CachingAllocator::StatArray& stats, size_t size, size_t amount) {
+  stats[static_cast<size_t>(StatType::AGGREGATE)].decrease(amount);
+  stats[static_cast<size_t>(poolOf(size))].decrease(amount);
+}
+
+std::string formatBytes(size_t bytes) {
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed;
+  if (bytes >= (size_t(1) << 30)) {
+    out << static_cast<double>(bytes) / (1 << 30) << " GiB";
+  } else {
+    out << static_cast<double>(bytes) / (1 << 20) << " MiB";
+  }
+  return out.str();
+}
+
+// The cache of one device. Every member is guarded by `mutex`.
+class DeviceCache {
+ public:
+  explicit DeviceCache(DeviceIndex device) : device_(device) {}
+
+  void* allocate(size_t nbytes, orStream_t stream) {
+    const size_t size = roundAllocationSize(nbytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    processPendingFrees(/*wait=*/false);
+    Block* block = takeCached(stream, size);
+    if (block == nullptr) {
+      block = allocateFresh(nbytes, size);
+      block->stream = stream;
+    }
+    block->requested = nbytes;
+    active_.emplace(block->ptr, block);
+    increase(stats_.allocation, size, 1);
+    increase(stats_.active, size, 1);
+    increase(stats_.allocated_bytes, size, size);
+    increase(stats_.active_bytes, size, size);
+    increase(stats_.requested_bytes, size, nbytes);
+    return block->ptr;
+  }
+
+  void free(void* ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = active_.find(ptr);
+    TORCH_INTERNAL_ASSERT(it != active_.end(), "openreg: freeing unknown pointer ", ptr);
+    Block* block = it->second;
+    active_.erase(it);
+    decrease(stats_.allocation, block->size, 1);
+    decrease(stats_.allocated_bytes, block->size, block->size);
+    decrease(stats_.requested_bytes, block->size, block->requested);
+    if (block->stream_uses.empty()) {
+      release(block);
+    } else {
+      // Other streams may still use it: reuse only after their current work is done.
+      const DeviceGuard guard(Device(kPrivateUse1, device_));
+      for (const Stream& use : block->stream_uses) {
+        orEvent_t event = nullptr;
+        OPENREG_CHECK(orEventCreateWithFlags(&event, orEventDisableTiming));
+        OPENREG_CHECK(orEventRecord(event, OpenRegStream(use).stream()));
+        block->pending_events.push_back(event);
+      }
+      block->stream_uses.clear();
+      pending_.push_back(block);
+    }
+  }
+
+  void recordStream(void* ptr, Stream stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = active_.find(ptr);
+    TORCH_CHECK(it != active_.end(), "openreg: record_stream on memory this allocator does not own");
+    if (OpenRegStream(stream).stream() != it->second->stream) {
+      it->second->stream_uses.insert(stream);
+    }
+  }
+
+  void emptyCache() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    releaseCached();
+  }
+
+  DeviceStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  void resetAccumulated() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto* array : statArrays()) {
+      for (auto& stat : *array) {
+        stat.reset_accumulated();
+      }
+    }
+    stats_.num_alloc_retries = 0;
+    stats_.num_ooms = 0;
+    stats_.num_device_alloc = 0;
+    stats_.num_device_free = 0;
+  }
+
+  void resetPeak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto* array : statArrays()) {
+      for (auto& stat : *array) {
+        stat.reset_peak();
+      }
+    }
+  }
+
+ private:
+  std::array<c10::CachingAllocator::StatArray*, 6> statArrays() {
+    return {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.allocated_bytes,
+            &stats_.reserved_bytes, &stats_.active_bytes};
+  }
+
+  Block* takeCached(orStream_t stream, size_t size) {
+    auto it = cached_.find(PoolKey{stream, size});
+    if (it == cached_.end() || it->second.empty()) {
+      return nullptr;
+    }
+    Block* block = it->second.back();
+    it->second.pop_back();
+    return block;
+  }
+
+  Block* allocateFresh(size_t nbytes, size_t size) {
+    void* ptr = nullptr;
+    orError_t error = deviceMalloc(&ptr, size);
+    if (error == orErrorMemoryAllocation) {
+      // Give everything cached back to the device and try once more.
+      stats_.num_alloc_retries += 1;
+      releaseCached();
+      error = deviceMalloc(&ptr, size);
+    }
+    if (error == orErrorMemoryAllocation) {
+      stats_.num_ooms += 1;
+      throwOutOfMemory(nbytes);
+    }
+    OPENREG_CHECK(error);
+    mark_device_used(device_);
+    stats_.num_device_alloc += 1;
+    increase(stats_.segment, size, 1);
+    increase(stats_.reserved_bytes, size, size);
+    auto block = std::make_unique<Block>();
+    block->ptr = ptr;
+    block->size = size;
+    return block.release();
+  }
+
+  orError_t deviceMalloc(void** ptr, size_t size) {
+    const DeviceGuard guard(Device(kPrivateUse1, device_));
+    const orError_t error = orMalloc(ptr, size);
+    if (error == orErrorMemoryAllocation) {
+      (void)orGetLastError();  // handled here: do not leave it for the next caller
+    }
+    return error;
+  }
+
+  [[noreturn]] void throwOutOfMemory(size_t nbytes) {
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+    {
+      const DeviceGuard guard(Device(kPrivateUse1, device_));
+      OPENREG_CHECK(orMemGetInfo(&free_bytes, &total_bytes));
+    }
+    const auto aggregate = static_cast<size_t>(StatType::AGGREGATE);
+    TORCH_CHECK_WITH(OutOfMemoryError, false,
+        "openreg out of memory. Tried to allocate ", formatBytes(nbytes), " on device ",
+        static_cast<int>(device_), " (openreg:", static_cast<int>(device_), "), which has a total capacity of ",
+        formatBytes(total_bytes), " of which ", formatBytes(free_bytes), " is free. ",
+        formatBytes(stats_.allocated_bytes[aggregate].current),
+        " is allocated by PyTorch and ", formatBytes(stats_.reserved_bytes[aggregate].current),
+        " is reserved by PyTorch. The capacity is set by OPENREG_DEVICE_MEMORY.");
+  }
+
+  void release(Block* block) {
+    decrease(stats_.active, block->size, 1);
+    decrease(stats_.active_bytes, block->size, block->size);
+    cached_[PoolKey{block->stream, block->size}].push_back(block);
+  }
+
+  void processPendingFrees(bool wait) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      Block* block = *it;
+      bool done = true;
+      for (orEvent_t event : block->pending_events) {
+        if (wait) {
+          OPENREG_CHECK(orEventSynchronize(event));
+        } else if (orEventQuery(event) == orErrorNotReady) {
+          (void)orGetLastError();
+          done = false;
+          break;
+        }
+      }
+      if (!done) {
+        ++it;
+        continue;
+      }
+      for (orEvent_t event : block->pending_events) {
+        OPENREG_CHECK(orEventDestroy(event));
+      }
+      block->pending_events.clear();
+      release(block);
+      it = pending_.erase(it);
+    }
+  }
+
+  // Returns every cached block to the device. Work still queued on a stream may use
+  // a cached block, so the device is synchronised first, as cudaFree does.
+  void releaseCached() {
+    processPendingFrees(/*wait=*/true);
+    const DeviceGuard guard(Device(kPrivateUse1, device_));
+    OPENREG_CHECK(orDeviceSynchronize());
+    for (auto& [key, blocks] : cached_) {
+      for (Block* block : blocks) {
+        OPENREG_CHECK(orFree(block->ptr));
+        stats_.num_device_free += 1;
+        decrease(stats_.segment, block->size, 1);
+        decrease(stats_.reserved_bytes, block->size, block->size);
+        delete block;
+      }
+    }
+    cached_.clear();
+  }
+
+  const DeviceIndex device_;
+  std::mutex mutex_;
+  ska::flat_hash_map<void*, Block*> active_;
+  std::map<PoolKey, std::vector<Block*>> cached_;
+  std::vector<Block*> pending_;
+  DeviceStats stats_;
+};
+
+std::array<std::unique_ptr<DeviceCache>, kMaxDevices> caches;
+std::once_flag caches_created;
+
+DeviceCache& cacheOf(DeviceIndex device) {
+  std::call_once(caches_created, [] {
+    for (DeviceIndex index = 0; index < device_count(); ++index) {
+      caches[index] = std::make_unique<DeviceCache>(index);
+    }
+  });
+  check_device_index(device);
+  return *caches[device];
+}
+
+void deleteDeviceMemory(void* ptr) {
+  if (ptr != nullptr) {
+    cacheOf(device_of_pointer(ptr)).free(ptr);
+  }
+}
+
+OpenRegDeviceAllocator allocator;
+
+} // namespace
+
+size_t roundAllocationSize(size_t nbytes) {
+  if (nbytes <= kMinBlockSize) {
+    return kMinBlockSize;
+  }
+  if (nbytes <= kSmallSize) {
+    return (nbytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+  }
+  // Four size classes per power of two: at most 25% slack, and loops that allocate
+  // slightly different sizes still hit the cache.
+  const int bits = 63 - __builtin_clzll(nbytes);
+  const size_t step = size_t(1) << (bits - 2);
+  return (nbytes + step - 1) / step * step;
+}
+
+DataPtr OpenRegDeviceAllocator::allocate(size_t nbytes) {
+  const DeviceIndex device = current_device();
+  if (nbytes == 0) {
+    return {nullptr, nullptr, &deleteDeviceMemory, Device(kPrivateUse1, device)};
+  }
+  const orStream_t stream = getCurrentOpenRegStream(device).stream();
+  void* ptr = cacheOf(device).allocate(nbytes, stream);
+  return {ptr, ptr, &deleteDeviceMemory, Device(kPrivateUse1, device)};
+}
+
+DeleterFnPtr OpenRegDeviceAllocator::raw_deleter() const {
+  return &deleteDeviceMemory;
+}
+
+void OpenRegDeviceAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
+  OPENREG_CHECK(orMemcpyAsync(dest, src, count, orMemcpyDeviceToDevice,
+                              getCurrentOpenRegStream().stream()));
+}
+
+bool OpenRegDeviceAllocator::initialized() {
+  return device_count() > 0;
+}
+
+void OpenRegDeviceAllocator::emptyCache(MempoolId_t /*mempool_id*/) {
+  for (DeviceIndex device = 0; device < device_count(); ++device) {
+    cacheOf(device).emptyCache();
+  }
+}
+
+void OpenRegDeviceAllocator::recordStream(const DataPtr& data_ptr, c10::Stream stream) {
+  if (data_ptr.get() != nullptr && data_ptr.get_deleter() == &deleteDeviceMemory) {
+    cacheOf(data_ptr.device().index()).recordStream(data_ptr.get(), stream);
+  }
+}
+
+CachingDeviceAllocator::DeviceStats OpenRegDeviceAllocator::getDeviceStats(DeviceIndex device) {
+  return cacheOf(device).stats();
+}
+
+void OpenRegDeviceAllocator::resetAccumulatedStats(DeviceIndex device) {
+  cacheOf(device).resetAccumulated();
+}
+
+void OpenRegDeviceAllocator::resetPeakStats(DeviceIndex device) {
+  cacheOf(device).resetPeak();
+}
+
+std::pair<size_t, size_t> OpenRegDeviceAllocator::getMemoryInfo(DeviceIndex device) {
+  check_device_index(device);
+  const DeviceGuard guard(Device(kPrivateUse1, device));
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  OPENREG_CHECK(orMemGetInfo(&free_bytes, &total_bytes));
+  return {free_bytes, total_bytes};
+}
+
+OpenRegDeviceAllocator& getDeviceAllocator() {
+  return allocator;
+}
+
+REGISTER_ALLOCATOR(kPrivateUse1, &allocator);
+
+} // namespace c10::openreg

@@ -1,0 +1,22 @@
+#include "runtime/OpenRegException.h"
+
+#include <string>
+
+namespace c10::openreg::detail {
+
+void throwRuntimeError(orError_t error, const char* expr, const char* func,
+                       const char* file, uint32_t line) {
+  // The runtime keeps a per-thread message that is more precise than the code's
+  // generic string; prefer it.
+  const char* detail = orGetLastErrorMessage();
+  std::string message = std::string("openreg error: ") +
+      (detail && *detail ? detail : orGetErrorString(error)) + " (" +
+      orGetErrorName(error) + " from " + expr + ")";
+  const c10::SourceLocation location{func, file, line};
+  if (error == orErrorMemoryAllocation) {
+    throw c10::OutOfMemoryError(location, std::move(message));
+  }
+  throw c10::Error(location, std::move(message));
+}
+
+} // namespace c10::openreg::detail

@@ -1,0 +1,41 @@
+#pragma once
+
+// Device management for the openreg backend, after c10/cuda/CUDAFunctions.h: snake_case
+// functions throw a c10::Error with a clear message; CamelCase ones are thin wrappers
+// returning the runtime's error code.
+
+#include <c10/core/Device.h>
+#include <openreg/openreg.h>
+
+#include "runtime/OpenRegMacros.h"
+
+namespace c10::openreg {
+
+// DOC START: device-functions
+// Number of devices; never throws (0 if the runtime cannot start), as guards require.
+OPENREG_TORCH_API DeviceIndex device_count() noexcept;
+OPENREG_TORCH_API DeviceIndex current_device();
+// Throws, naming the valid range, when `device` is not a valid index.
+OPENREG_TORCH_API void set_device(DeviceIndex device);
+// Makes `device` current and returns the previous current device.
+OPENREG_TORCH_API DeviceIndex exchange_device(DeviceIndex device);
+// Like exchange_device, but -1 means "leave the current device alone".
+OPENREG_TORCH_API DeviceIndex maybe_exchange_device(DeviceIndex device);
+OPENREG_TORCH_API void check_device_index(DeviceIndex device);
+// DOC END: device-functions
+
+OPENREG_TORCH_API orError_t GetDeviceCount(int* count);
+OPENREG_TORCH_API orError_t GetDevice(DeviceIndex* device);
+OPENREG_TORCH_API orError_t SetDevice(DeviceIndex device);
+OPENREG_TORCH_API orError_t ExchangeDevice(DeviceIndex to, DeviceIndex* from);
+OPENREG_TORCH_API orError_t MaybeExchangeDevice(DeviceIndex to, DeviceIndex* from);
+
+// Whether the device has been made current or has had memory allocated: PyTorch's
+// notion of a device with a "primary context" (hasPrimaryContext).
+OPENREG_TORCH_API bool device_used(DeviceIndex device) noexcept;
+OPENREG_TORCH_API void mark_device_used(DeviceIndex device) noexcept;
+
+// The device a tensor's data pointer belongs to, or -1 for host memory.
+OPENREG_TORCH_API DeviceIndex device_of_pointer(const void* ptr) noexcept;
+
+} // namespace c10::openreg

@@ -1,0 +1,55 @@
+#pragma once
+
+// Streams of the openreg backend, after c10/cuda/CUDAStream.h: a c10::Stream whose id
+// names either the device's default stream, one of a per-device pool of streams per
+// priority, or a stream created on request. Each thread has a current stream per device.
+
+#include <c10/core/Stream.h>
+#include <openreg/openreg.h>
+
+#include <ostream>
+
+#include "runtime/OpenRegMacros.h"
+
+namespace c10::openreg {
+
+// DOC START: stream-class
+class OPENREG_TORCH_API OpenRegStream {
+ public:
+  explicit OpenRegStream(Stream stream);
+
+  Device device() const { return stream_.device(); }
+  DeviceIndex device_index() const { return stream_.device_index(); }
+  StreamId id() const { return stream_.id(); }
+  Stream unwrap() const { return stream_; }
+  operator Stream() const { return stream_; }
+  bool operator==(const OpenRegStream& other) const { return stream_ == other.stream_; }
+
+  // The runtime handle. NULL stands for the default stream of the current device, so
+  // calls that take it must run with this stream's device current (see device_guard).
+  orStream_t stream() const;
+  int priority() const;
+  bool query() const;
+  void synchronize() const;
+
+ private:
+  Stream stream_;
+};
+// DOC END: stream-class
+
+OPENREG_TORCH_API OpenRegStream getDefaultOpenRegStream(DeviceIndex device = -1);
+OPENREG_TORCH_API OpenRegStream getCurrentOpenRegStream(DeviceIndex device = -1);
+// Round-robin over the device's pool for the given priority (0 is the lowest; pass a
+// negative value for a higher priority, as with CUDA).
+OPENREG_TORCH_API OpenRegStream getStreamFromPool(int priority = 0, DeviceIndex device = -1);
+// A new stream that lives as long as the process (PyTorch copies stream ids freely).
+OPENREG_TORCH_API OpenRegStream createOpenRegStream(int priority = 0, DeviceIndex device = -1);
+// Makes `stream` current for its device on this thread; returns nothing, like CUDA.
+OPENREG_TORCH_API void setCurrentOpenRegStream(OpenRegStream stream);
+// The stream with the given native handle on `device` (for handles made by Python).
+OPENREG_TORCH_API OpenRegStream getStreamFromExternal(orStream_t handle, DeviceIndex device);
+OPENREG_TORCH_API void priorityRange(int* least, int* greatest);
+
+std::ostream& operator<<(std::ostream& out, const OpenRegStream& stream);
+
+} // namespace c10::openreg

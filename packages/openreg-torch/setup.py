@@ -1,0 +1,109 @@
+"""Build of openreg-torch: libopenreg_torch.so (the backend) and openreg_torch._C (bindings).
+
+Always built against the torch that is installed: `pip install --no-build-isolation`.
+The torch version is recorded in the package (openreg_torch/_build_info.py) and in the
+wheel's requirements, so an import under another torch fails with a clear message.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+# A previously installed (possibly broken or other-torch) openreg-torch must not be
+# autoloaded by the `import torch` below: this build is what replaces it.
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+
+import openreg_runtime  # noqa: E402
+import torch  # noqa: E402
+from setuptools import setup  # noqa: E402
+from setuptools.command.build_py import build_py  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+CSRC = HERE / "csrc"
+PACKAGE = "openreg_torch"
+LIBRARY = "openreg_torch.lib.libopenreg_torch"
+TORCH_VERSION = torch.__version__
+TORCH_RELEASE = TORCH_VERSION.split("+")[0]
+
+COMPILE_ARGS = ["-O2", "-g0", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"]
+
+
+def sources(*folders):
+    return sorted(str(p.relative_to(HERE)) for f in folders for p in (CSRC / f).rglob("*.cpp"))
+
+
+class BuildLibraries(BuildExtension):
+    """Names the backend library libopenreg_torch.so and links the bindings against it."""
+
+    def get_ext_filename(self, ext_name):
+        # Called with the dotted name by setuptools and with only the last component by
+        # distutils' get_ext_fullpath: both must drop the Python ABI suffix.
+        if ext_name == LIBRARY:
+            return os.path.join(PACKAGE, "lib", "libopenreg_torch.so")
+        if ext_name == LIBRARY.rpartition(".")[2]:
+            return "libopenreg_torch.so"
+        return super().get_ext_filename(ext_name)
+
+    def get_export_symbols(self, ext):
+        # A plain library has no PyInit_ symbol to export.
+        return [] if ext.name == LIBRARY else super().get_export_symbols(ext)
+
+    def build_extensions(self):
+        # The library first: the bindings link against it.
+        self.extensions.sort(key=lambda ext: ext.name != LIBRARY)
+        library_dir = os.path.dirname(self.get_ext_fullpath(LIBRARY))
+        for ext in self.extensions:
+            if ext.name != LIBRARY:
+                ext.library_dirs.append(library_dir)
+        super().build_extensions()
+
+
+class BuildPy(build_py):
+    """Ships the C++ headers (for openreg-ops-extra) and records the torch version."""
+
+    def run(self):
+        super().run()
+        target = Path(self.build_lib) / PACKAGE
+        include = target / "include" / "openreg_torch"
+        for header in CSRC.rglob("*.h"):
+            destination = include / header.relative_to(CSRC)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(header, destination)
+        (target / "_build_info.py").write_text(
+            "# Written at build time: the torch this build of openreg-torch is for.\n"
+            f"TORCH_VERSION = {TORCH_VERSION!r}\n"
+        )
+
+
+runtime_include = openreg_runtime.get_include()
+runtime_lib = openreg_runtime.get_library_dir()
+
+backend = CppExtension(
+    name=LIBRARY,
+    sources=sources("runtime", "aten"),
+    include_dirs=[str(CSRC), runtime_include],
+    library_dirs=[runtime_lib],
+    libraries=["openreg"],
+    define_macros=[("OPENREG_TORCH_BUILDING_LIBRARY", "1")],
+    extra_compile_args=COMPILE_ARGS,
+    extra_link_args=["-Wl,-rpath,$ORIGIN/../../openreg_runtime/lib", "-Wl,-soname,libopenreg_torch.so"],
+)
+
+bindings = CppExtension(
+    name=f"{PACKAGE}._C",
+    sources=sources("python"),
+    include_dirs=[str(CSRC), runtime_include],
+    library_dirs=[runtime_lib],
+    libraries=["openreg_torch", "openreg"],
+    extra_compile_args=COMPILE_ARGS,
+    extra_link_args=["-Wl,-rpath,$ORIGIN/lib", "-Wl,-rpath,$ORIGIN/../openreg_runtime/lib"],
+)
+
+build_dir = os.environ.get("OPENREG_BUILD_DIR")
+setup(
+    ext_modules=[backend, bindings],
+    cmdclass={"build_ext": BuildLibraries.with_options(use_ninja=True), "build_py": BuildPy},
+    install_requires=[f"torch=={TORCH_RELEASE}", "openreg-runtime>=0.1,<0.2"],
+    options={"build": {"build_base": build_dir}} if build_dir else {},
+)

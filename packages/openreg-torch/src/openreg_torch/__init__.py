@@ -1,0 +1,28 @@
+"""openreg as a PyTorch backend.
+
+Importing this package (which `import torch` does by itself through the
+``torch.backends`` entry point) loads the C++ backend, names the PrivateUse1 device
+``openreg`` and installs ``torch.openreg``. Set ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` to
+skip autoloading and ``import openreg_torch`` explicitly instead.
+"""
+
+import torch
+
+from ._version_guard import check_torch_version
+
+check_torch_version()
+
+from . import _C  # noqa: E402  (loads the kernels, hooks, guard and allocators)
+from . import openreg  # noqa: E402
+from ._registration import register_backend  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = ["get_include", "get_library_dir"]
+
+register_backend(openreg)
+
+from ._paths import get_include, get_library_dir  # noqa: E402
+
+
+def _autoload() -> None:
+    """Entry point for ``torch.backends``: importing this package did the work."""

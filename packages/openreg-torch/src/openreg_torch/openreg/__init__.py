@@ -1,0 +1,130 @@
+"""torch.openreg: the openreg device module, mirroring torch.cuda.
+
+Device management, lazy initialisation with a bad-fork check, random number
+generation (random.py) and memory management (memory.py).
+"""
+
+from typing import Any
+
+import torch
+
+from .. import _C
+from ._lazy import _is_in_bad_fork, _lazy_call, _lazy_init, is_initialized
+from ._utils import _device_index
+from .memory import *  # noqa: F403
+from .memory import __all__ as _memory_all
+from .random import *  # noqa: F403
+from .random import __all__ as _random_all
+
+__all__ = [
+    "is_available",
+    "device_count",
+    "current_device",
+    "set_device",
+    "device",
+    "device_of",
+    "synchronize",
+    "init",
+    "is_initialized",
+    "get_device_name",
+    "get_device_properties",
+    "get_amp_supported_dtype",
+    "is_bf16_supported",
+    *_memory_all,
+    *_random_all,
+]
+
+
+def is_available() -> bool:
+    """Whether an openreg device can be used. Never initialises the runtime."""
+    return device_count() > 0
+
+
+def device_count() -> int:
+    """Number of openreg devices (OPENREG_DEVICE_COUNT, default 2)."""
+    if _is_in_bad_fork():
+        return 0
+    return _C._get_device_count()
+
+
+def init() -> None:
+    """Initialise openreg now rather than on first use."""
+    _lazy_init()
+
+
+def current_device() -> int:
+    _lazy_init()
+    return _C._get_device()
+
+
+# DOC START: python-set-device
+def set_device(device) -> None:
+    """Make `device` (an index, "openreg:N" or torch.device) current on this thread."""
+    index = _device_index(device)
+    _C._set_device(index)
+# DOC END: python-set-device
+
+
+class device:
+    """Context manager that makes `device` current and restores the previous one,
+    even when the block raises."""
+
+    def __init__(self, device: Any):
+        self.idx = -1 if device is None else _device_index(device, lazy=False)
+        self.prev_idx = -1
+
+    def __enter__(self) -> None:
+        _lazy_init()
+        self.prev_idx = _C._maybe_exchange_device(self.idx)
+
+    def __exit__(self, *exc: object) -> bool:
+        self.idx = _C._maybe_exchange_device(self.prev_idx)
+        return False
+
+
+class device_of(device):
+    """Make the device of tensor `obj` current (no-op for CPU tensors)."""
+
+    def __init__(self, obj: torch.Tensor):
+        super().__init__(obj.get_device() if obj.device.type == "openreg" else -1)
+
+
+def synchronize(device=None) -> None:
+    """Wait for all work on every stream of `device` to finish."""
+    _lazy_init()
+    _C._synchronize(_device_index(device))
+
+
+def get_device_properties(device=None) -> Any:
+    """Name, total memory, processors and version of `device`."""
+    _lazy_init()
+    properties = _C._get_device_properties(_device_index(device))
+    return _DeviceProperties(**properties)
+
+
+def get_device_name(device=None) -> str:
+    return get_device_properties(device).name
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    """The dtypes torch.autocast(device_type="openreg") can cast to."""
+    return [torch.float16, torch.bfloat16]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return True
+
+
+class _DeviceProperties:
+    def __init__(self, name: str, total_memory: int, multi_processor_count: int, major: int,
+                 minor: int):
+        self.name = name
+        self.total_memory = total_memory
+        self.multi_processor_count = multi_processor_count
+        self.major = major
+        self.minor = minor
+
+    def __repr__(self) -> str:
+        return (f"_OpenRegDeviceProperties(name='{self.name}', major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory // 2**20}MB, "
+                f"multi_processor_count={self.multi_processor_count})")

@@ -1,0 +1,32 @@
+"""Turning the many ways users name a device into an openreg device index."""
+
+import torch
+
+from .. import _C
+from ._lazy import _lazy_init
+
+_DeviceLike = torch.device | str | int | None
+
+
+def _device_index(device: _DeviceLike, lazy: bool = True) -> int:
+    """The index `device` names: an int, "openreg", "openreg:1", torch.device or None
+    (the current device). Anything on another device type is a ValueError."""
+    if isinstance(device, str):
+        device = torch.device(device)
+    if isinstance(device, torch.device):
+        if device.type != "openreg":
+            raise ValueError(f"Expected an openreg device, got {device}")
+        device = device.index
+    if device is None or device == -1:
+        if lazy:
+            _lazy_init()
+        return _C._get_device()
+    if not isinstance(device, int) or isinstance(device, bool):
+        raise TypeError(f"Expected an openreg device index (int), got {type(device).__name__}")
+    count = _C._get_device_count()
+    if not 0 <= device < count:
+        raise ValueError(
+            f"Invalid openreg device index {device}: there are {count} openreg devices, "
+            f"valid indices are 0..{count - 1}"
+        )
+    return device

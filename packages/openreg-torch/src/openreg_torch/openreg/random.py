@@ -1,0 +1,94 @@
+"""Random number generation on openreg devices, mirroring torch.cuda.random.
+
+Each device has a default generator; it wraps a CPU generator, so for the same seed an
+openreg device draws exactly the numbers the CPU draws.
+"""
+
+from collections.abc import Iterable
+
+import torch
+
+from .. import _C
+from ._lazy import _lazy_call, _lazy_init
+from ._utils import _device_index
+
+__all__ = [
+    "get_rng_state",
+    "get_rng_state_all",
+    "set_rng_state",
+    "set_rng_state_all",
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "seed_all",
+    "initial_seed",
+    "default_generator",
+]
+
+
+def default_generator(device=None) -> torch.Generator:
+    """The default generator of `device` (the current device by default)."""
+    _lazy_init()
+    return _C._get_default_generator(_device_index(device))
+
+
+def get_rng_state(device="openreg") -> torch.Tensor:
+    """The RNG state of `device` as a ByteTensor."""
+    return default_generator(device).get_state()
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    return [get_rng_state(index) for index in range(_C._get_device_count())]
+
+
+def set_rng_state(new_state: torch.Tensor, device="openreg") -> None:
+    state = new_state.clone(memory_format=torch.contiguous_format)
+    index = _device_index(device)
+    _lazy_call(lambda: _C._get_default_generator(index).set_state(state))
+
+
+def set_rng_state_all(new_states: Iterable[torch.Tensor]) -> None:
+    for index, state in enumerate(new_states):
+        set_rng_state(state, index)
+
+
+# DOC START: manual-seed
+def manual_seed(seed: int) -> None:
+    """Seed the current device's generator. Queued if openreg is not initialised yet."""
+    seed = int(seed)
+    index = _device_index(None, lazy=False)
+    _lazy_call(lambda: _C._get_default_generator(index).manual_seed(seed))
+# DOC END: manual-seed
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed every device's generator (torch.manual_seed calls this)."""
+    seed = int(seed)
+
+    def seed_all_devices() -> None:
+        for index in range(_C._get_device_count()):
+            _C._get_default_generator(index).manual_seed(seed)
+
+    _lazy_call(seed_all_devices)
+
+
+def seed() -> None:
+    """Seed the current device's generator with a non-deterministic random number."""
+    index = _device_index(None, lazy=False)
+    _lazy_call(lambda: _C._get_default_generator(index).seed())
+
+
+def seed_all() -> None:
+    """Seed every device with one non-deterministic random number."""
+
+    def seed_all_devices() -> None:
+        value = _C._get_default_generator(0).seed()
+        for index in range(1, _C._get_device_count()):
+            _C._get_default_generator(index).manual_seed(value)
+
+    _lazy_call(seed_all_devices)
+
+
+def initial_seed() -> int:
+    """The current seed of the current device's generator."""
+    return default_generator().initial_seed()

@@ -1,0 +1,34 @@
+"""The torch.backends entry point: on by default, off with TORCH_DEVICE_BACKEND_AUTOLOAD=0."""
+
+
+def test_plain_import_torch_gives_openreg(run_python):
+    result = run_python(
+        """
+        import sys, torch
+        assert "openreg_torch" in sys.modules
+        print(torch.ones(2, device="openreg").device, torch.openreg.device_count())
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["openreg:0", "2"]
+
+
+def test_autoload_disabled_then_explicit_import(run_python):
+    result = run_python(
+        """
+        import sys, torch
+        assert "openreg_torch" not in sys.modules
+        assert not hasattr(torch, "openreg")
+        try:
+            torch.device("openreg")
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("openreg known without the backend")
+        import openreg_torch
+        print(torch.ones(1, device="openreg").device)
+        """,
+        env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "openreg:0"

@@ -1,0 +1,113 @@
+"""Device management: torch.openreg's mapping of the C++ device functions."""
+
+import pytest
+import torch
+
+import openreg_torch
+
+
+def test_device_count_follows_environment(run_python):
+    assert torch.openreg.device_count() == 2
+    result = run_python("import torch; print(torch.openreg.device_count())",
+                        env={"OPENREG_DEVICE_COUNT": "3"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "3"
+
+
+def test_set_and_current_device():
+    torch.openreg.set_device(1)
+    assert torch.openreg.current_device() == 1
+    assert torch.empty(1, device="openreg").device == torch.device("openreg", 1)
+    torch.openreg.set_device("openreg:0")
+    assert torch.openreg.current_device() == 0
+
+
+@pytest.mark.parametrize("index", [2, 7, -2])
+def test_invalid_device_index_names_valid_range(index):
+    with pytest.raises((ValueError, RuntimeError), match=r"valid indices are 0\.\.1"):
+        torch.openreg.set_device(index)
+    assert torch.openreg.current_device() == 0
+
+
+def test_invalid_index_in_cpp_functions_names_range():
+    with pytest.raises(RuntimeError, match=r"invalid device index 5.*valid indices are 0\.\.1"):
+        openreg_torch._C._set_device(5)
+    with pytest.raises(RuntimeError, match=r"valid indices are 0\.\.1"):
+        openreg_torch._C._exchange_device(2)
+
+
+def test_exchange_and_maybe_exchange_device():
+    assert openreg_torch._C._exchange_device(1) == 0
+    assert torch.openreg.current_device() == 1
+    # -1 leaves the device alone and reports the current one.
+    assert openreg_torch._C._maybe_exchange_device(-1) == 1
+    assert torch.openreg.current_device() == 1
+    assert openreg_torch._C._maybe_exchange_device(0) == 1
+    assert torch.openreg.current_device() == 0
+
+
+def test_wrong_device_type_is_rejected():
+    with pytest.raises(ValueError, match="Expected an openreg device"):
+        torch.openreg.set_device("cpu")
+    with pytest.raises(TypeError):
+        torch.openreg.set_device(1.5)
+
+
+def test_tensor_on_invalid_device_index():
+    with pytest.raises(RuntimeError, match=r"invalid device index 3"):
+        torch.empty(2, device="openreg:3")
+
+
+def test_device_context_manager_restores_on_exception():
+    with pytest.raises(KeyError):
+        with torch.openreg.device(1):
+            assert torch.openreg.current_device() == 1
+            raise KeyError("boom")
+    assert torch.openreg.current_device() == 0
+
+
+def test_device_of_tensor():
+    tensor = torch.ones(2, device="openreg:1")
+    with torch.openreg.device_of(tensor):
+        assert torch.openreg.current_device() == 1
+    with torch.openreg.device_of(torch.ones(2)):
+        assert torch.openreg.current_device() == 0
+
+
+def test_torch_device_guard_switches_device():
+    with torch.device("openreg:1"):
+        assert torch.empty(1).device == torch.device("openreg:1")
+
+
+def test_accelerator_api():
+    assert torch.accelerator.is_available()
+    assert torch.accelerator.current_accelerator() == torch.device("openreg")
+    assert torch.accelerator.device_count() == 2
+    torch.accelerator.set_device_index(1)
+    assert torch.accelerator.current_device_index() == 1
+    with torch.accelerator.device_index(0):
+        assert torch.openreg.current_device() == 0
+    assert torch.openreg.current_device() == 1
+    torch.accelerator.synchronize()
+
+
+def test_device_properties():
+    props = torch.openreg.get_device_properties(1)
+    assert props.total_memory > 0
+    assert "openreg" in props.name
+    assert torch.openreg.get_device_name() == props.name
+
+
+def test_is_available_does_not_initialise(run_python):
+    result = run_python(
+        """
+        import torch
+        assert torch.openreg.is_available()
+        assert not torch.openreg.is_initialized()
+        torch.openreg.init()
+        assert torch.openreg.is_initialized()
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -1,0 +1,106 @@
+"""Operators without an openreg kernel run through the fallback, matching the CPU."""
+
+import pytest
+import torch
+
+
+def check(fn, *host_inputs):
+    expected = fn(*host_inputs)
+    actual = fn(*[t.to("openreg") if isinstance(t, torch.Tensor) else t for t in host_inputs])
+    if isinstance(expected, torch.Tensor):
+        assert actual.device.type == "openreg"
+        torch.testing.assert_close(actual.cpu(), expected)
+    else:
+        for a, e in zip(actual, expected):
+            torch.testing.assert_close(a.cpu(), e)
+
+
+def test_elementwise_and_broadcast():
+    check(lambda a, b: a * b + a.exp() - b.sigmoid(), torch.randn(4, 5), torch.randn(5))
+
+
+def test_matmul_and_reductions():
+    check(lambda a, b: (a @ b).sum(dim=1), torch.randn(8, 16), torch.randn(16, 4))
+    check(lambda a: (a.mean(), a.std(dim=0), a.amax(dim=1)), torch.randn(6, 7))
+
+
+def test_views_share_device_storage():
+    base = torch.zeros(4, 4, device="openreg")
+    view = base.transpose(0, 1)[1]
+    view.fill_(3.0)
+    expected = torch.zeros(4, 4)
+    expected.transpose(0, 1)[1].fill_(3.0)
+    torch.testing.assert_close(base.cpu(), expected)
+
+
+def test_in_place_ops_modify_device_tensor():
+    tensor = torch.ones(5, device="openreg")
+    pointer = tensor.data_ptr()
+    tensor.add_(2).mul_(3)
+    assert tensor.data_ptr() == pointer
+    torch.testing.assert_close(tensor.cpu(), torch.full((5,), 9.0))
+
+
+def test_out_variants():
+    out = torch.empty(3, device="openreg")
+    torch.add(torch.ones(3, device="openreg"), 4, out=out)
+    torch.testing.assert_close(out.cpu(), torch.full((3,), 5.0))
+    resized = torch.empty(0, device="openreg")
+    torch.mul(torch.arange(4.0, device="openreg"), 2, out=resized)
+    torch.testing.assert_close(resized.cpu(), torch.arange(4.0) * 2)
+
+
+def test_indexing():
+    host = torch.randn(10, 3)
+    index = torch.tensor([0, 4, 4, 9])
+    check(lambda t, i: t[i], host, index)
+    check(lambda t: t[t > 0], host)
+    device = host.to("openreg")
+    device[index.to("openreg")] = 0.0
+    expected = host.clone()
+    expected[index] = 0.0
+    torch.testing.assert_close(device.cpu(), expected)
+
+
+def test_sort_topk_cumsum():
+    check(lambda t: torch.sort(t, dim=0), torch.randn(50, 3))
+    check(lambda t: torch.topk(t, 3), torch.randn(20))
+    check(lambda t: torch.cumsum(t, 0), torch.randn(100))
+
+
+def test_cat_stack_and_lists():
+    tensors = [torch.randn(2, 3) for _ in range(3)]
+    expected = torch.cat(tensors)
+    actual = torch.cat([t.to("openreg") for t in tensors])
+    torch.testing.assert_close(actual.cpu(), expected)
+    chunks = torch.arange(10.0, device="openreg").chunk(3)
+    assert [c.device.type for c in chunks] == ["openreg"] * 3
+
+
+def test_factories_on_device():
+    torch.testing.assert_close(torch.arange(5, device="openreg").cpu(), torch.arange(5))
+    torch.testing.assert_close(torch.full((2, 2), 7.0, device="openreg").cpu(), torch.full((2, 2), 7.0))
+    torch.testing.assert_close(torch.eye(3, device="openreg").cpu(), torch.eye(3))
+    torch.testing.assert_close(torch.zeros_like(torch.ones(3, device="openreg")).cpu(), torch.zeros(3))
+
+
+def test_mixed_cpu_scalar_tensor_allowed():
+    device = torch.ones(3, device="openreg")
+    result = device * torch.tensor(4.0)  # 0-dim CPU tensors are allowed, as on CUDA
+    torch.testing.assert_close(result.cpu(), torch.full((3,), 4.0))
+
+
+def test_two_devices_rejected():
+    with pytest.raises(RuntimeError, match="same device.*openreg:0 and openreg:1"):
+        torch.ones(2, device="openreg:0") + torch.ones(2, device="openreg:1")
+
+
+def test_results_land_on_input_device():
+    result = torch.ones(3, device="openreg:1").exp()
+    assert result.device == torch.device("openreg", 1)
+    assert torch.openreg.current_device() == 0
+
+
+def test_printing_device_tensor():
+    text = repr(torch.arange(3.0, device="openreg:1"))
+    assert "device='openreg:1'" in text and "0., 1., 2." in text

@@ -1,0 +1,94 @@
+"""Per-device generators: CPU-identical numbers, independence, state save/restore."""
+
+import pytest
+import torch
+
+
+def sample_all(device):
+    values = [
+        torch.rand(100, device=device),
+        torch.randn(3, 5, device=device),
+        torch.randint(0, 1000, (50,), device=device),
+        torch.empty(40, device=device).normal_(2.0, 3.0),
+        torch.empty(40, device=device).uniform_(-1, 1),
+        torch.bernoulli(torch.full((64,), 0.3, device=device)),
+        torch.multinomial(torch.ones(10, device=device), 5),
+        torch.randperm(20, device=device),
+        torch.nn.functional.dropout(torch.ones(64, device=device), p=0.5),
+    ]
+    return [value.cpu() for value in values]
+
+
+def test_same_seed_gives_cpu_numbers():
+    torch.manual_seed(2024)
+    on_device = sample_all("openreg")
+    torch.manual_seed(2024)
+    on_cpu = sample_all("cpu")
+    for device_value, cpu_value in zip(on_device, on_cpu):
+        torch.testing.assert_close(device_value, cpu_value, rtol=0, atol=0)
+
+
+def test_devices_have_independent_generators():
+    torch.openreg.manual_seed_all(5)
+    first = torch.rand(8, device="openreg:0").cpu()
+    # Drawing on device 1 does not advance device 0's generator.
+    torch.rand(100, device="openreg:1")
+    torch.openreg.manual_seed_all(5)
+    torch.rand(100, device="openreg:1")
+    torch.testing.assert_close(torch.rand(8, device="openreg:0").cpu(), first)
+
+
+def test_manual_seed_only_seeds_current_device():
+    torch.openreg.manual_seed_all(1)
+    with torch.openreg.device(1):
+        torch.openreg.manual_seed(99)
+        assert torch.openreg.initial_seed() == 99
+    assert torch.openreg.initial_seed() == 1
+
+
+def test_rng_state_round_trip():
+    torch.openreg.manual_seed(3)
+    state = torch.openreg.get_rng_state()
+    assert state.dtype == torch.uint8 and state.device.type == "cpu"
+    first = torch.randn(10, device="openreg").cpu()
+    torch.openreg.set_rng_state(state)
+    torch.testing.assert_close(torch.randn(10, device="openreg").cpu(), first)
+    states = torch.openreg.get_rng_state_all()
+    assert len(states) == 2
+    torch.openreg.set_rng_state_all(states)
+
+
+def test_fork_rng_restores_device_state():
+    torch.manual_seed(0)
+    with torch.random.fork_rng(devices=[0], device_type="openreg"):
+        torch.rand(5, device="openreg")
+    after_fork = torch.rand(5, device="openreg").cpu()
+    torch.manual_seed(0)
+    torch.testing.assert_close(torch.rand(5, device="openreg").cpu(), after_fork)
+
+
+def test_explicit_generator_matches_cpu_generator():
+    generator = torch.Generator(device="openreg").manual_seed(11)
+    on_device = torch.randn(6, device="openreg", generator=generator).cpu()
+    torch.testing.assert_close(on_device, torch.randn(6, generator=torch.Generator().manual_seed(11)))
+
+
+def test_cpu_generator_rejected_for_device_op():
+    with pytest.raises(RuntimeError, match="Expected a 'openreg' device type for generator"):
+        torch.randn(3, device="openreg", generator=torch.Generator())
+
+
+def test_seeding_before_init_is_queued(run_python):
+    result = run_python(
+        """
+        import torch
+        torch.openreg.manual_seed_all(42)
+        assert not torch.openreg.is_initialized()
+        value = torch.rand(3, device="openreg").cpu()
+        torch.manual_seed(42)
+        torch.testing.assert_close(value, torch.rand(3))
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

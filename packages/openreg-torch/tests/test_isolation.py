@@ -1,0 +1,73 @@
+"""Device memory is not host memory: a host dereference is diagnosed and fatal; a
+child forked after initialisation cannot use the device."""
+
+import signal
+
+import pytest
+
+
+def test_host_read_of_device_memory_is_diagnosed(run_python):
+    result = run_python(
+        """
+        import ctypes, torch
+        tensor = torch.ones(256, device="openreg:1")
+        ctypes.string_at(tensor.data_ptr() + 16, 4)  # host code touching device memory
+        print("not reached")
+        """
+    )
+    assert result.returncode == -signal.SIGSEGV, (result.returncode, result.stderr)
+    assert "not reached" not in result.stdout
+    assert "device 1" in result.stderr and "allocation" in result.stderr, result.stderr
+
+
+def test_numpy_of_device_tensor_is_an_error():
+    import torch
+    with pytest.raises(TypeError, match="openreg"):
+        torch.ones(2, device="openreg").numpy()
+
+
+def test_forked_child_gets_bad_fork_error(run_python):
+    result = run_python(
+        """
+        import os, torch
+        torch.ones(1, device="openreg")  # initialise in the parent
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                torch.openreg.current_device()
+            except RuntimeError as error:
+                code = 0 if "forked subprocess" in str(error) else 2
+            try:
+                torch.ones(1, device="openreg")
+                code = 3
+            except RuntimeError as error:
+                code = code or (0 if "fork" in str(error) else 4)
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        # The parent is unaffected.
+        print((torch.ones(3, device="openreg") + 1).sum().item())
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "6.0"]
+
+
+def test_spawned_processes_work(run_python):
+    result = run_python(
+        """
+        import multiprocessing as mp
+        import torch
+
+        def work(index):
+            return (torch.ones(4, device=f"openreg:{index}") * index).sum().item()
+
+        if __name__ == "__main__":
+            torch.ones(1, device="openreg")
+            with mp.get_context("spawn").Pool(2) as pool:
+                print(pool.map(work, [0, 1]))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[0.0, 4.0]"
