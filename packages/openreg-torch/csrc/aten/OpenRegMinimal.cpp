@@ -35,7 +35,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 // DOC START: register-fallback
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::cpu_copy_fallback>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
 }
 // DOC END: register-fallback
 

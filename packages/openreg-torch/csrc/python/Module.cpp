@@ -3,6 +3,7 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include "aten/native/Fallback.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegGenerator.h"
@@ -61,6 +62,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("_get_device_properties", &device_properties);
   m.def("_synchronize", &synchronize);
   m.def("_empty_host_cache", [] { c10::openreg::emptyHostCache(); });
+  m.def("_fallback_mode", [] {
+    return at::native::openreg::fallback_mode_name(at::native::openreg::fallback_mode());
+  });
+  m.def("_register_fallback_for", &at::native::openreg::register_fallback_for);
   // Through at::globalContext(), as PyTorch's core reaches the hooks (used by tests).
   m.def("_has_primary_context", [](DeviceIndex device) {
     return at::globalContext().getAcceleratorHooksInterface(c10::kPrivateUse1)

@@ -2,6 +2,12 @@
 
 #include <ATen/native/CPUFallback.h>
 #include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string_view>
 
 #include "runtime/OpenRegGenerator.h"
 
@@ -99,6 +105,91 @@ std::optional<c10::Device> prepare_stack(const c10::OperatorHandle& op,
   substitute_generators(op, stack, first, device);
   return device;
 }
+
+FallbackMode fallback_mode() {
+  static const FallbackMode mode = [] {
+    const char* value = std::getenv("OPENREG_FALLBACK");
+    const std::string_view name = value == nullptr ? "zero-copy" : value;
+    if (name == "zero-copy" || name.empty()) {
+      return FallbackMode::ZeroCopy;
+    }
+    if (name == "copy") {
+      return FallbackMode::Copy;
+    }
+    if (name == "selective") {
+      return FallbackMode::Selective;
+    }
+    TORCH_CHECK(false, "openreg: OPENREG_FALLBACK=", name,
+                " is not a fallback mode; use zero-copy (default), copy or selective");
+  }();
+  return mode;
+}
+
+const char* fallback_mode_name(FallbackMode mode) {
+  switch (mode) {
+    case FallbackMode::ZeroCopy: return "zero-copy";
+    case FallbackMode::Copy: return "copy";
+    case FallbackMode::Selective: return "selective";
+  }
+  return "unknown";
+}
+
+namespace {
+
+[[noreturn]] void raise_not_implemented(const c10::OperatorHandle& op) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "Could not run '", op.schema().operator_name(),
+                              "' with arguments from the 'openreg' backend: it has no openreg "
+                              "kernel and falling back to the CPU is not allowed for it "
+                              "(OPENREG_FALLBACK=", fallback_mode_name(fallback_mode()),
+                              ", see openreg_torch.fallback).");
+}
+
+// The way an allowed operator falls back: the copy mode copies, every other zero-copies.
+void allowed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (fallback_mode() == FallbackMode::Copy) {
+    cpu_copy_fallback(op, stack);
+  } else {
+    zero_copy_fallback(op, stack);
+  }
+}
+
+void denied_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  raise_not_implemented(op);
+}
+
+} // namespace
+
+// DOC START: openreg-fallback
+void openreg_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (fallback_mode() == FallbackMode::Selective) {
+    raise_not_implemented(op);
+  }
+  allowed_fallback(op, stack);
+}
+// DOC END: openreg-fallback
+
+// DOC START: selective-fallback
+void register_fallback_for(const std::string& op_name, bool allow) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<torch::Library>> libraries;
+  const std::lock_guard<std::mutex> lock(mutex);
+  // "aten::add.Tensor" -> ("aten::add", "Tensor")
+  const size_t separator = op_name.find("::");
+  TORCH_CHECK(separator != std::string::npos, "openreg: expected a qualified operator name such "
+              "as 'aten::add.Tensor', got '", op_name, "'");
+  const size_t dot = op_name.find('.', separator);
+  const c10::OperatorName name(op_name.substr(0, dot),
+                               dot == std::string::npos ? "" : op_name.substr(dot + 1));
+  TORCH_CHECK(c10::Dispatcher::singleton().findOp(name).has_value(), "openreg: no operator named '",
+              op_name, "'");
+  auto library = std::make_unique<torch::Library>(
+      torch::Library::IMPL, op_name.substr(0, separator), c10::DispatchKey::PrivateUse1,
+      __FILE__, __LINE__);
+  library->impl(op_name.c_str(), allow ? torch::CppFunction::makeFromBoxedFunction<&allowed_fallback>()
+                               : torch::CppFunction::makeFromBoxedFunction<&denied_fallback>());
+  libraries.push_back(std::move(library));
+}
+// DOC END: selective-fallback
 
 // DOC START: cpu-copy-fallback
 void cpu_copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {

@@ -17,7 +17,7 @@ void* kernel_pointer(const void* device_pointer) {
 }
 
 // DOC START: kernel-alias
-at::Tensor kernel_alias(const at::Tensor& device_tensor) {
+at::Tensor kernel_alias(const at::Tensor& device_tensor, c10::Allocator* allocator) {
   if (!device_tensor.defined()) {
     return device_tensor;
   }
@@ -25,8 +25,8 @@ at::Tensor kernel_alias(const at::Tensor& device_tensor) {
   // The alias does not own the memory: the device tensor outlives every kernel.
   c10::DataPtr view(kernel_pointer(storage.data()), c10::Device(c10::kCPU));
   auto alias_storage = c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), storage.nbytes(), std::move(view),
-      /*allocator=*/nullptr, /*resizable=*/false);
+      c10::StorageImpl::use_byte_size_t(), storage.nbytes(), std::move(view), allocator,
+      /*resizable=*/allocator != nullptr);
   at::Tensor alias = at::detail::make_tensor<c10::TensorImpl>(
       c10::Storage(std::move(alias_storage)), c10::DispatchKeySet(c10::DispatchKey::CPU),
       device_tensor.dtype());

@@ -1,0 +1,143 @@
+// memfd double mapping and the lock-free range table used to translate
+// device-view addresses.
+#include "Arena.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "Env.h"
+#include "Errors.h"
+
+namespace openreg {
+namespace {
+
+// Published once per device when its arena is mapped and never changed, so
+// readers need no lock; unmapped devices have size 0 and never match.
+struct Range {
+  std::atomic<uintptr_t> view{0};
+  std::atomic<uintptr_t> kernel{0};
+  std::atomic<size_t> size{0};
+};
+Range g_ranges[kMaxDevices];
+// One past the highest mapped device, so lookups scan only live ranges.
+std::atomic<int> g_rangeLimit{0};
+
+}  // namespace
+
+size_t pageSize() {
+  static const size_t size = size_t(sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+orError_t Arena::ensureMapped(int device, size_t capacity) {
+  if (view_ != nullptr) return orSuccess;
+  size_t page = pageSize();
+  size_t size = (capacity + page - 1) / page * page;
+  char name[32];
+  snprintf(name, sizeof(name), "openreg-device-%d", device);
+  int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) {
+    return fail(orErrorInitializationError,
+                "device %d: memfd_create failed: %s", device, strerror(errno));
+  }
+  if (ftruncate(fd, off_t(size)) != 0) {
+    int e = errno;
+    close(fd);
+    return fail(orErrorInitializationError,
+                "device %d: sizing its %zu-byte memory file failed: %s", device,
+                size, strerror(e));
+  }
+  // MAP_NORESERVE: the capacity is only a reservation; pages cost memory
+  // once a kernel touches them.
+  void* view = mmap(nullptr, size, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  void* kernel = view == MAP_FAILED
+                     ? MAP_FAILED
+                     : mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (kernel == MAP_FAILED) {
+    int e = errno;
+    if (view != MAP_FAILED) munmap(view, size);
+    close(fd);
+    return fail(orErrorInitializationError,
+                "device %d: mapping %zu bytes of device memory twice failed: %s "
+                "(lower OPENREG_DEVICE_MEMORY if address space is limited)",
+                device, size, strerror(e));
+  }
+  // A child must not share (and scribble on) the parent's device memory.
+  madvise(view, size, MADV_DONTFORK);
+  madvise(kernel, size, MADV_DONTFORK);
+
+  fd_ = fd;
+  view_ = static_cast<char*>(view);
+  kernel_ = static_cast<char*>(kernel);
+  size_ = size;
+
+  Range& r = g_ranges[device];
+  r.view.store(uintptr_t(view), std::memory_order_relaxed);
+  r.kernel.store(uintptr_t(kernel), std::memory_order_relaxed);
+  r.size.store(size, std::memory_order_release);
+  int limit = g_rangeLimit.load(std::memory_order_relaxed);
+  while (limit < device + 1 &&
+         !g_rangeLimit.compare_exchange_weak(limit, device + 1,
+                                             std::memory_order_release)) {
+  }
+  return orSuccess;
+}
+
+void Arena::punchHole(size_t offset, size_t length) {
+  // Failure only means the memory stays resident; nothing to report.
+  fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off_t(offset),
+            off_t(length));
+}
+
+int deviceOfView(uintptr_t p) {
+  int limit = g_rangeLimit.load(std::memory_order_acquire);
+  for (int d = 0; d < limit; ++d) {
+    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
+    if (p - g_ranges[d].view.load(std::memory_order_relaxed) < size) return d;
+  }
+  return -1;
+}
+
+int deviceOfKernel(uintptr_t p) {
+  int limit = g_rangeLimit.load(std::memory_order_acquire);
+  for (int d = 0; d < limit; ++d) {
+    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
+    if (p - g_ranges[d].kernel.load(std::memory_order_relaxed) < size) return d;
+  }
+  return -1;
+}
+
+void* viewToKernel(uintptr_t p) {
+  int limit = g_rangeLimit.load(std::memory_order_acquire);
+  for (int d = 0; d < limit; ++d) {
+    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
+    uintptr_t off = p - g_ranges[d].view.load(std::memory_order_relaxed);
+    if (off < size) {
+      return reinterpret_cast<void*>(
+          g_ranges[d].kernel.load(std::memory_order_relaxed) + off);
+    }
+  }
+  return nullptr;
+}
+
+void* kernelToView(uintptr_t p) {
+  int limit = g_rangeLimit.load(std::memory_order_acquire);
+  for (int d = 0; d < limit; ++d) {
+    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
+    uintptr_t off = p - g_ranges[d].kernel.load(std::memory_order_relaxed);
+    if (off < size) {
+      return reinterpret_cast<void*>(
+          g_ranges[d].view.load(std::memory_order_relaxed) + off);
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace openreg

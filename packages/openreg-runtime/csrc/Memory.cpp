@@ -1,0 +1,127 @@
+// Allocation, pointer attributes and view translation (cudaMalloc, cudaFree,
+// cudaMallocHost, cudaPointerGetAttributes).
+#include <cstring>
+
+#include "Arena.h"
+#include "Device.h"
+#include "Errors.h"
+#include "HostAllocator.h"
+#include "Runtime.h"
+
+using namespace openreg;
+
+extern "C" {
+
+OR_API orError_t orMalloc(void** ptr, size_t size) {
+  OR_ENTER();
+  if (ptr == nullptr) return fail(orErrorInvalidValue, "orMalloc: ptr is NULL");
+  *ptr = nullptr;
+  OR_RETURN_IF_ERROR(checkDeviceIndex(t_currentDevice));
+  if (size == 0) return orSuccess;
+  return device(t_currentDevice).allocator.allocate(size, ptr);
+}
+
+OR_API orError_t orFree(void* ptr) {
+  OR_ENTER();
+  if (ptr == nullptr) return orSuccess;
+  int d = deviceOfView(uintptr_t(ptr));
+  if (d < 0) {
+    HostRange pinned;
+    bool isPinned = findPinned(uintptr_t(ptr), &pinned);
+    return fail(orErrorInvalidDevicePointer, "orFree: %p is not device memory%s", ptr,
+                isPinned ? " (pinned host memory is freed with orFreeHost)" : "");
+  }
+  return device(d).allocator.release(uintptr_t(ptr));
+}
+
+OR_API orError_t orMallocHost(void** ptr, size_t size) {
+  OR_ENTER();
+  if (ptr == nullptr) return fail(orErrorInvalidValue, "orMallocHost: ptr is NULL");
+  *ptr = nullptr;
+  if (size == 0) return orSuccess;
+  return hostAllocate(size, ptr);
+}
+
+OR_API orError_t orFreeHost(void* ptr) {
+  OR_ENTER();
+  if (ptr == nullptr) return orSuccess;
+  return hostRelease(ptr);
+}
+
+OR_API orError_t orPointerGetAttributes(orPointerAttributes* attributes,
+                                        const void* ptr) {
+  OR_ENTER();
+  if (attributes == nullptr) {
+    return fail(orErrorInvalidValue, "orPointerGetAttributes: attributes is NULL");
+  }
+  orPointerAttributes a;
+  memset(&a, 0, sizeof(a));
+  a.device = -1;
+  uintptr_t p = uintptr_t(ptr);
+  int d = deviceOfView(p);
+  if (d >= 0) {
+    Allocation alloc;
+    if (!device(d).allocator.find(p, &alloc)) {
+      return fail(orErrorInvalidDevicePointer,
+                  "%p lies in device %d's memory but not inside a live allocation "
+                  "(freed, or past the end of one)",
+                  ptr, d);
+    }
+    a.type = orMemoryTypeDevice;
+    a.device = d;
+    a.devicePointer = const_cast<void*>(ptr);
+    a.base = reinterpret_cast<void*>(alloc.base);
+    a.size = alloc.size;
+  } else {
+    HostRange host;
+    if (findPinned(p, &host)) {
+      a.type = orMemoryTypeHost;
+      a.base = reinterpret_cast<void*>(host.base);
+      a.size = host.size;
+    } else {
+      a.type = orMemoryTypeUnregistered;
+    }
+    a.hostPointer = const_cast<void*>(ptr);
+  }
+  *attributes = a;
+  return orSuccess;
+}
+
+OR_API orError_t orGetKernelPointer(void** kernelPtr, const void* devPtr) {
+  OR_ENTER();
+  if (kernelPtr == nullptr) {
+    return fail(orErrorInvalidValue, "orGetKernelPointer: kernelPtr is NULL");
+  }
+  void* k = viewToKernel(uintptr_t(devPtr));
+  if (k == nullptr) {
+    return fail(orErrorInvalidDevicePointer,
+                "orGetKernelPointer: %p is not in any device's memory", devPtr);
+  }
+  *kernelPtr = k;
+  return orSuccess;
+}
+
+OR_API orError_t orGetDevicePointer(void** devPtr, const void* kernelPtr) {
+  OR_ENTER();
+  if (devPtr == nullptr) return fail(orErrorInvalidValue, "orGetDevicePointer: devPtr is NULL");
+  void* v = kernelToView(uintptr_t(kernelPtr));
+  if (v == nullptr) {
+    return fail(orErrorInvalidDevicePointer,
+                "orGetDevicePointer: %p is not in any device's kernel view", kernelPtr);
+  }
+  *devPtr = v;
+  return orSuccess;
+}
+
+OR_API int orDeviceOfPointer(const void* ptr) {
+  // A forked child has no device memory, whatever its stale tables say.
+  if (g_state.load(std::memory_order_acquire) == kForked) return -1;
+  return deviceOfView(uintptr_t(ptr));
+}
+
+OR_API int orDeviceOfKernelPointer(const void* ptr) {
+  if (g_state.load(std::memory_order_acquire) == kForked) return -1;
+  return deviceOfKernel(uintptr_t(ptr));
+}
+
+}  // extern "C"

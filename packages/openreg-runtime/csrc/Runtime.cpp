@@ -1,0 +1,98 @@
+// Lazy initialisation and fork handling.
+#include "Runtime.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <string>
+
+#include "Device.h"
+#include "Errors.h"
+#include "FaultHandler.h"
+
+namespace openreg {
+
+std::atomic<int> g_state{kUninitialized};
+EnvConfig g_config;
+thread_local int t_currentDevice = 0;
+
+namespace {
+
+std::mutex g_initMutex;  // trivially destructible in libstdc++
+// Leaked on purpose: worker threads may still run during static destruction.
+std::string* g_initFailure = nullptr;
+pid_t g_initPid = 0;
+
+void onForkChild() {
+  // Only a runtime that was actually started is unusable in the child: its
+  // arenas are MADV_DONTFORK (not inherited) and its worker threads are gone.
+  if (g_state.load(std::memory_order_relaxed) == kReady) {
+    g_state.store(kForked, std::memory_order_release);
+  }
+}
+
+orError_t initialize() {
+  std::lock_guard<std::mutex> lock(g_initMutex);
+  int s = g_state.load(std::memory_order_acquire);
+  if (s != kUninitialized) return orSuccess;  // another thread won the race
+
+  static bool atforkRegistered = false;
+  if (!atforkRegistered) {
+    pthread_atfork(nullptr, nullptr, onForkChild);
+    atforkRegistered = true;
+  }
+  EnvConfig config;
+  orError_t err = readEnvConfig(&config);
+  if (err != orSuccess) {
+    g_initFailure = new std::string(orGetLastErrorMessage());
+    g_state.store(kFailed, std::memory_order_release);
+    return err;
+  }
+  g_config = config;
+  createDevices(config);
+  g_initPid = getpid();
+  installFaultHandler();
+  g_state.store(kReady, std::memory_order_release);
+  return orSuccess;
+}
+
+}  // namespace
+
+orError_t enterSlow(int state) {
+  switch (state) {
+    case kUninitialized: {
+      orError_t err = initialize();
+      if (err != orSuccess) return err;
+      return enter();
+    }
+    case kFailed:
+      return fail(orErrorInitializationError, "%s", g_initFailure->c_str());
+    case kForked:
+      return fail(orErrorForkedProcess,
+                  "openreg was initialised in process %d and this process (%d) "
+                  "was forked from it; device memory, streams and events are not "
+                  "inherited by a child. Initialise openreg only after fork, or "
+                  "use the 'spawn' start method of multiprocessing",
+                  int(g_initPid), int(getpid()));
+  }
+  return orSuccess;
+}
+
+orError_t checkDeviceIndex(int device) {
+  int n = deviceCount();
+  if (n == 0) {
+    return fail(orErrorNoDevice,
+                "no openreg device is configured (OPENREG_DEVICE_COUNT=0), so "
+                "device %d does not exist",
+                device);
+  }
+  if (device < 0 || device >= n) {
+    return fail(orErrorInvalidDevice,
+                "device index %d is out of range: %d device%s, valid indices 0..%d",
+                device, n, n == 1 ? "" : "s", n - 1);
+  }
+  return orSuccess;
+}
+
+}  // namespace openreg

@@ -1,0 +1,141 @@
+// A stream: an ordered queue served by its own worker thread, plus tickets so
+// work can also run in order on the calling thread (kernels, sync copies).
+//
+// Every piece of work takes the next ticket (`submitted_`); the stream's
+// `completed_` counter advances strictly in ticket order, whoever runs the
+// work. The worker starts a queued item only when completed_ == ticket - 1,
+// and an inline caller runs only once all earlier tickets are done, so
+// queued and inline work interleave in issue order.
+#pragma once
+
+#include <openreg/openreg.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace openreg {
+
+// Stream priorities (lower is higher, as in CUDA). Recorded and reported
+// only: each stream has its own worker and workers never preempt each other.
+constexpr int kLeastPriority = 0;
+constexpr int kGreatestPriority = -2;
+
+struct Event;
+class Stream;
+
+struct WorkItem {
+  enum Kind : uint8_t { kCopy, kMemset, kHostFunc, kEventStamp, kWaitStream };
+  Kind kind = kHostFunc;
+  uint64_t ticket = 0;
+  void* dst = nullptr;  // kernel-view / host addresses, resolved at issue time
+  const void* src = nullptr;
+  size_t count = 0;
+  int value = 0;
+  orHostFn_t fn = nullptr;
+  void* userData = nullptr;
+  Event* event = nullptr;  // kEventStamp
+  uint64_t eventSeq = 0;
+  Stream* other = nullptr;  // kWaitStream: wait until other reaches otherTicket
+  uint64_t otherTicket = 0;
+};
+
+class Stream {
+ public:
+  // SlotTable bookkeeping.
+  std::atomic<uint32_t> slotGeneration{0};
+  uint32_t slotIndex = 0;
+
+  void open(int device, int priority);
+  int device() const { return device_.load(std::memory_order_relaxed); }
+  int priority() const { return priority_.load(std::memory_order_relaxed); }
+
+  // Queue `item` for the worker (started on first use). False once closed.
+  bool enqueue(WorkItem item);
+  // Run fn() on the calling thread in stream order. False once closed.
+  template <class F>
+  bool runInline(F&& fn);
+
+  bool idle() const;
+  // Wait for all work issued so far (except the caller's own, when called
+  // from work running on this stream).
+  void synchronize();
+  void waitFor(uint64_t ticket);
+  bool reached(uint64_t ticket) const {
+    return completed_.load(std::memory_order_acquire) >= ticket;
+  }
+  // Ticket after which an event recorded now completes; enqueues a marker
+  // when a timing event must be stamped by the worker. *alreadyDone when the
+  // stream is idle (caller stamps the time itself).
+  uint64_t recordEvent(Event* event, uint64_t seq, bool timing, bool* alreadyDone);
+  // Refuse new work, let pending work finish, join the worker.
+  void close();
+
+ private:
+  struct InlineScope;
+  bool beginInline(uint64_t* ticket);
+  void endInline(uint64_t ticket);
+  void pushLocked(WorkItem& item);
+  void completeLocked(uint64_t ticket);
+  void workerLoop();
+
+  // Atomic: forEachLive may read a slot that is being recycled.
+  std::atomic<int> device_{0};
+  std::atomic<int> priority_{0};
+  mutable std::mutex mutex_;
+  std::condition_variable workCv_;  // the worker waits for a runnable item
+  std::condition_variable doneCv_;  // everyone else waits for completions
+  std::deque<WorkItem> queue_;
+  std::atomic<uint64_t> submitted_{0};  // written under mutex_
+  std::atomic<uint64_t> completed_{0};  // written under mutex_
+  int doneWaiters_ = 0;  // skip notify (a futex call) when nobody waits
+  bool closed_ = false;
+  std::thread worker_;
+};
+
+// The stream whose work the calling thread is running right now (worker or
+// inline), so nested calls on that stream run at once instead of deadlocking.
+extern thread_local Stream* t_activeStream;
+extern thread_local uint64_t t_activeTicket;
+
+struct Stream::InlineScope {
+  Stream* stream;
+  uint64_t ticket;
+  Stream* prevStream;
+  uint64_t prevTicket;
+  InlineScope(Stream* s, uint64_t t)
+      : stream(s), ticket(t), prevStream(t_activeStream), prevTicket(t_activeTicket) {
+    t_activeStream = s;
+    t_activeTicket = t;
+  }
+  // Also runs when fn throws, so the stream never wedges.
+  ~InlineScope() {
+    t_activeStream = prevStream;
+    t_activeTicket = prevTicket;
+    stream->endInline(ticket);
+  }
+};
+
+template <class F>
+bool Stream::runInline(F&& fn) {
+  if (t_activeStream == this) {  // already running in this stream's order
+    fn();
+    return true;
+  }
+  uint64_t ticket;
+  if (!beginInline(&ticket)) return false;
+  InlineScope scope(this, ticket);
+  fn();
+  return true;
+}
+
+// Handle resolution: NULL means the current device's default stream.
+// orErrorInvalidResourceHandle for unknown or destroyed handles.
+orError_t resolveStream(orStream_t handle, Stream** out);
+Stream* defaultStream(int device);
+void synchronizeDeviceStreams(int device);
+
+}  // namespace openreg

@@ -1,0 +1,49 @@
+// Device management.
+#include "Check.h"
+
+namespace openreg::python {
+
+void bindDevice(py::module_& m) {
+  m.def("_get_device_count", [] {
+    int n = 0;
+    check(orGetDeviceCount(&n));
+    return n;
+  });
+  m.def("_set_device", [](int device) { check(orSetDevice(device)); });
+  m.def("_get_device", [] {
+    int d = 0;
+    check(orGetDevice(&d));
+    return d;
+  });
+  m.def("_device_synchronize", [] { callReleased([] { return orDeviceSynchronize(); }); });
+  m.def("_get_device_properties", [](int device) {
+    orDeviceProp p;
+    check(orGetDeviceProperties(&p, device));
+    py::dict d;
+    d["name"] = std::string(p.name);
+    d["total_memory"] = p.totalGlobalMem;
+    d["multi_processor_count"] = p.multiProcessorCount;
+    d["major"] = p.major;
+    d["minor"] = p.minor;
+    d["memory_alignment"] = p.memoryAlignment;
+    return d;
+  });
+  m.def("_mem_get_info", [] {
+    size_t free = 0, total = 0;
+    check(orMemGetInfo(&free, &total));
+    return py::make_tuple(free, total);
+  });
+  m.def("_device_get_stream_priority_range", [] {
+    int least = 0, greatest = 0;
+    check(orDeviceGetStreamPriorityRange(&least, &greatest));
+    return py::make_tuple(least, greatest);
+  });
+  m.def("_runtime_get_version", [] {
+    int v = 0;
+    check(orRuntimeGetVersion(&v));
+    return v;
+  });
+  m.def("_install_fault_handler", [] { check(orInstallFaultHandler()); });
+}
+
+}  // namespace openreg::python

@@ -1,0 +1,79 @@
+"""openreg_runtime: the openreg simulated accelerator runtime.
+
+A small Python surface over libopenreg, named after ``torch.cuda``. Importing
+does not initialise the runtime; the first call that needs it does.
+"""
+
+from ._paths import get_include, get_library_dir
+from .errors import OpenRegError
+from .device import (
+    DeviceProperties,
+    current_device,
+    device,
+    device_count,
+    get_device_properties,
+    install_fault_handler,
+    mem_get_info,
+    runtime_version,
+    set_device,
+    stream_priority_range,
+    synchronize,
+)
+from .memory import (
+    MemcpyKind,
+    MemoryType,
+    PointerAttributes,
+    copy_from_device,
+    copy_to_device,
+    device_of_pointer,
+    device_pointer,
+    free,
+    free_host,
+    kernel_pointer,
+    malloc,
+    malloc_host,
+    memcpy,
+    memcpy_async,
+    memset,
+    memset_async,
+    pointer_attributes,
+)
+from .streams import Event, Stream
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DeviceProperties",
+    "Event",
+    "MemcpyKind",
+    "MemoryType",
+    "OpenRegError",
+    "PointerAttributes",
+    "Stream",
+    "copy_from_device",
+    "copy_to_device",
+    "current_device",
+    "device",
+    "device_count",
+    "device_of_pointer",
+    "device_pointer",
+    "free",
+    "free_host",
+    "get_device_properties",
+    "get_include",
+    "get_library_dir",
+    "install_fault_handler",
+    "kernel_pointer",
+    "malloc",
+    "malloc_host",
+    "mem_get_info",
+    "memcpy",
+    "memcpy_async",
+    "memset",
+    "memset_async",
+    "pointer_attributes",
+    "runtime_version",
+    "set_device",
+    "stream_priority_range",
+    "synchronize",
+]

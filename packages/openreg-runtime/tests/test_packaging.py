@@ -1,0 +1,85 @@
+"""The installed package: header, library, exports, and a plain C client."""
+
+import ctypes
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import openreg_runtime as rt
+
+HEADER = Path(rt.get_include()) / "openreg" / "openreg.h"
+LIBRARY = Path(rt.get_library_dir()) / "libopenreg.so"
+
+
+def declared_functions():
+    return set(re.findall(r"OR_API\s+[\w\s\*]+?\b(or\w+)\(", HEADER.read_text()))
+
+
+def test_paths_exist():
+    assert HEADER.is_file()
+    assert LIBRARY.is_file()
+
+
+def test_every_declared_function_is_exported():
+    lib = ctypes.CDLL(str(LIBRARY))
+    names = declared_functions()
+    assert len(names) == 44
+    for name in names:
+        assert hasattr(lib, name), name
+
+
+@pytest.mark.skipif(shutil.which("nm") is None, reason="needs nm")
+def test_only_the_c_api_is_exported():
+    out = subprocess.run(["nm", "-D", "--defined-only", str(LIBRARY)], capture_output=True, text=True, check=True)
+    exported = {line.split()[-1] for line in out.stdout.splitlines()}
+    assert exported == declared_functions()
+
+
+def test_bindings_find_the_library_through_rpath():
+    maps = Path("/proc/self/maps").read_text()
+    assert str(LIBRARY.resolve()) in maps
+
+
+C_CLIENT = r"""
+#include <openreg/openreg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void bump(void* p) { ++*(int*)p; }
+
+int main(void) {
+  int n = -1;
+  if (orGetDeviceCount(&n) != orSuccess || n < 1) return 1;
+  void* d = NULL;
+  if (orMalloc(&d, 64) != orSuccess) return 2;
+  char msg[16] = "from C", back[16] = {0};
+  if (orMemcpy(d, msg, sizeof msg, orMemcpyHostToDevice) != orSuccess) return 3;
+  if (orMemcpy(back, d, sizeof back, orMemcpyDeviceToHost) != orSuccess) return 4;
+  void* k = NULL;
+  if (orGetKernelPointer(&k, d) != orSuccess || strcmp((char*)k, "from C") != 0) return 5;
+  int calls = 0;
+  for (int i = 0; i < 1000; ++i) orLaunchKernel(NULL, bump, &calls);
+  if (orSetDevice(n) != orErrorInvalidDevice) return 6;
+  printf("%s %d %s\n", back, calls, orGetErrorName(orGetLastError()));
+  return orFree(d) == orSuccess ? 0 : 7;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_header_is_plain_c_and_links(tmp_path):
+    src = tmp_path / "client.c"
+    src.write_text(C_CLIENT)
+    exe = tmp_path / "client"
+    subprocess.run(
+        ["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", str(src),
+         f"-I{rt.get_include()}", f"-L{rt.get_library_dir()}", "-lopenreg",
+         f"-Wl,-rpath,{rt.get_library_dir()}", "-o", str(exe)],
+        check=True,
+    )
+    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0, out
+    assert out.stdout == "from C 1000 orErrorInvalidDevice\n"

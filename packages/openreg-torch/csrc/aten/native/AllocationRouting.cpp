@@ -1,0 +1,102 @@
+#include "aten/native/AllocationRouting.h"
+
+#include <c10/core/CPUAllocator.h>
+
+#include "aten/native/KernelView.h"
+#include "runtime/OpenRegDeviceAllocator.h"
+#include "runtime/OpenRegException.h"
+
+namespace at::native::openreg {
+namespace {
+
+thread_local c10::DeviceIndex routed_device = -1;
+c10::DeleterFnPtr host_deleter = nullptr;
+
+void free_routed(void* kernel_pointer) {
+  void* device_pointer = nullptr;
+  OPENREG_CHECK(orGetDevicePointer(&device_pointer, kernel_pointer));
+  c10::openreg::getDeviceAllocator().raw_deleter()(device_pointer);
+}
+
+// For raw_allocate/raw_deallocate pairs: frees are told apart by address, not thread.
+void free_any(void* pointer) {
+  if (orDeviceOfKernelPointer(pointer) >= 0) {
+    free_routed(pointer);
+  } else {
+    host_deleter(pointer);
+  }
+}
+
+// DOC START: routing-allocator
+// Installed once as PyTorch's CPU allocator. Off the routing threads it forwards to
+// the allocator it replaced; on them it hands out device memory by its kernel address.
+class RoutingAllocator final : public c10::Allocator {
+ public:
+  explicit RoutingAllocator(c10::Allocator* host) : host_(host) {}
+
+  c10::DataPtr allocate(size_t nbytes) override {
+    if (C10_LIKELY(routed_device < 0) || nbytes == 0) {
+      return host_->allocate(nbytes);
+    }
+    c10::DataPtr device = c10::openreg::getDeviceAllocator().allocate(nbytes);
+    void* device_pointer = device.release_context();
+    void* kernel = kernel_pointer(device_pointer);
+    // context == data, as raw_allocate requires; frees are recognised by the deleter.
+    return {kernel, kernel, &free_routed, c10::Device(c10::kCPU)};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override {
+    return &free_any;
+  }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+
+ private:
+  c10::Allocator* host_;
+};
+// DOC END: routing-allocator
+
+RoutingAllocator* installed_allocator() {
+  static RoutingAllocator* allocator = [] {
+    c10::Allocator* host = c10::GetCPUAllocator();
+    host_deleter = host->raw_deleter();
+    auto* routing = new RoutingAllocator(host);
+    c10::SetCPUAllocator(routing, /*priority=*/1);
+    return routing;
+  }();
+  return allocator;
+}
+
+} // namespace
+
+RouteAllocationsToDevice::RouteAllocationsToDevice(c10::DeviceIndex device)
+    : previous_(routed_device) {
+  TORCH_CHECK(c10::GetCPUAllocator() == installed_allocator(),
+              "openreg: another CPU allocator replaced openreg's routing allocator");
+  routed_device = device;
+}
+
+RouteAllocationsToDevice::~RouteAllocationsToDevice() {
+  routed_device = previous_;
+}
+
+c10::Allocator* routing_allocator() {
+  return installed_allocator();
+}
+
+bool is_routed(const c10::DataPtr& data_ptr) {
+  return data_ptr.get_deleter() == &free_routed;
+}
+
+c10::DataPtr adopt_routed(c10::DataPtr& data_ptr, c10::DeviceIndex device) {
+  TORCH_INTERNAL_ASSERT(is_routed(data_ptr));
+  void* kernel = data_ptr.release_context();
+  void* device_pointer = nullptr;
+  OPENREG_CHECK(orGetDevicePointer(&device_pointer, kernel));
+  return {device_pointer, device_pointer, c10::openreg::getDeviceAllocator().raw_deleter(),
+          c10::Device(c10::kPrivateUse1, device)};
+}
+
+} // namespace at::native::openreg

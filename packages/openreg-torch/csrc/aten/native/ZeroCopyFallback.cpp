@@ -1,0 +1,254 @@
+// The zero-copy fallback: any operator without an openreg kernel runs PyTorch's CPU
+// kernel directly on device memory. Device tensors are handed to the CPU kernel as
+// aliases of their kernel view; CPU allocations the kernel makes on this thread come
+// from device memory, so fresh results are adopted as device tensors without a copy.
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/flat_hash_map.h>
+
+#include "aten/native/AllocationRouting.h"
+#include "aten/native/Fallback.h"
+#include "aten/native/KernelView.h"
+#include "runtime/OpenRegDeviceAllocator.h"
+#include "runtime/OpenRegKernelLaunch.h"
+#include "runtime/OpenRegStream.h"
+
+namespace at::native::openreg {
+namespace {
+
+bool is_openreg(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.device().type() == c10::kPrivateUse1;
+}
+
+// A device tensor with `like`'s sizes, strides, offset, dtype and bits over `storage`.
+at::Tensor device_tensor_over(c10::Storage storage, const at::Tensor& like) {
+  at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());
+  result.unsafeGetTensorImpl()->set_sizes_and_strides(like.sizes(), like.strides(),
+                                                       like.storage_offset());
+  result._set_conj(like.is_conj());
+  result._set_neg(like.is_neg());
+  return result;
+}
+
+// One fallback call: the aliases made for its inputs and how to map results back.
+class FallbackCall {
+ public:
+  FallbackCall(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::Device device)
+      : op_(op), stack_(*stack), device_(device),
+        first_(stack->size() - op.schema().arguments().size()) {}
+
+  void run() {
+    alias_inputs();
+    {
+      const RouteAllocationsToDevice routing(device_.index());
+      c10::openreg::launch_kernel(c10::openreg::getCurrentOpenRegStream(device_.index()), [&] {
+        op_.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack_);
+      });
+    }
+    write_back_mutated_inputs();
+    map_results();
+  }
+
+ private:
+  struct Aliased {
+    at::Tensor original;
+    at::Tensor alias;
+    bool mutable_argument;
+  };
+
+  bool is_written(size_t argument) const {
+    const auto* info = op_.schema().arguments()[argument].alias_info();
+    return info != nullptr && info->isWrite();
+  }
+
+  at::Tensor alias_of(const at::Tensor& tensor, bool mutable_argument) {
+    if (!is_openreg(tensor)) {
+      return tensor;  // CPU tensors (scalars) go to the CPU kernel as they are
+    }
+    at::Tensor alias = kernel_alias(tensor, mutable_argument ? routing_allocator() : nullptr);
+    originals_by_storage_.emplace(alias.storage().unsafeGetStorageImpl(), tensor.storage());
+    aliased_.push_back({tensor, alias, mutable_argument});
+    return alias;
+  }
+
+  // DOC START: zero-copy-inputs
+  void alias_inputs() {
+    const size_t count = op_.schema().arguments().size();
+    original_arguments_.assign(stack_.begin() + first_, stack_.end());
+    for (size_t index = 0; index < count; ++index) {
+      c10::IValue& value = stack_[first_ + index];
+      const bool written = is_written(index);
+      if (value.isTensor()) {
+        value = alias_of(value.toTensor(), written);
+      } else if (value.isTensorList()) {
+        c10::List<at::Tensor> aliases;
+        for (const at::Tensor& tensor : value.toTensorList()) {
+          aliases.push_back(alias_of(tensor, written));
+        }
+        value = std::move(aliases);
+      } else if (value.isList()) {  // e.g. Tensor?[] indices
+        auto list = value.toList();
+        c10::impl::GenericList aliases(list.elementType());
+        for (const c10::IValue& element : list) {
+          aliases.push_back(element.isTensor() ? c10::IValue(alias_of(element.toTensor(), written))
+                                               : element);
+        }
+        value = std::move(aliases);
+      } else if (value.isDevice() && value.toDevice().type() == c10::kPrivateUse1) {
+        value = c10::Device(c10::kCPU);  // factory functions build on the CPU side
+      }
+    }
+  }
+  // DOC END: zero-copy-inputs
+
+  // DOC START: zero-copy-write-back
+  // out= kernels may resize their output: the new memory (routed, so on the device)
+  // moves into the device storage, and the new shape onto the device tensor.
+  void write_back_mutated_inputs() {
+    for (Aliased& entry : aliased_) {
+      if (!entry.mutable_argument) {
+        continue;
+      }
+      c10::StorageImpl* alias_storage = entry.alias.storage().unsafeGetStorageImpl();
+      c10::StorageImpl* device_storage = entry.original.storage().unsafeGetStorageImpl();
+      if (alias_storage->data() != kernel_pointer(device_storage->data()) ||
+          alias_storage->nbytes() != device_storage->nbytes()) {
+        c10::DataPtr& moved = alias_storage->mutable_data_ptr();
+        if (moved.get() == nullptr) {
+          device_storage->set_data_ptr_noswap(
+              c10::DataPtr(nullptr, c10::Device(c10::kPrivateUse1, device_.index())));
+        } else {
+          TORCH_INTERNAL_ASSERT(is_routed(moved), "openreg: ", op_.schema().name(),
+                                " replaced an output's memory with host memory");
+          device_storage->set_data_ptr_noswap(adopt_routed(moved, device_.index()));
+        }
+        device_storage->set_nbytes(alias_storage->nbytes());
+        // The alias now points at memory it does not own; keep it off the old view.
+        originals_by_storage_[alias_storage] = entry.original.storage();
+      }
+      auto* impl = entry.original.unsafeGetTensorImpl();
+      if (impl->sizes() != entry.alias.sizes() || impl->strides() != entry.alias.strides() ||
+          impl->storage_offset() != entry.alias.storage_offset()) {
+        impl->set_sizes_and_strides(entry.alias.sizes(), entry.alias.strides(),
+                                    entry.alias.storage_offset());
+      }
+    }
+  }
+  // DOC END: zero-copy-write-back
+
+  // DOC START: zero-copy-results
+  at::Tensor to_device(const at::Tensor& result) {
+    if (!result.defined() || result.device().type() != c10::kCPU) {
+      return result;
+    }
+    TORCH_CHECK(result.layout() == c10::kStrided, "openreg: ", op_.schema().name(),
+                " produced a ", result.layout(), " tensor; openreg supports strided tensors only");
+    c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
+    // A view of an input: the same view of the device tensor.
+    if (auto it = originals_by_storage_.find(storage); it != originals_by_storage_.end()) {
+      return device_tensor_over(it->second, result);
+    }
+    if (auto it = adopted_.find(storage); it != adopted_.end()) {
+      return device_tensor_over(it->second, result);
+    }
+    // A fresh result allocated in device memory that nothing else holds: adopt it.
+    if (is_routed(storage->data_ptr()) &&
+        result.storage().use_count() == result_references_[storage]) {
+      c10::Storage adopted(c10::make_intrusive<c10::StorageImpl>(
+          c10::StorageImpl::use_byte_size_t(), storage->nbytes(),
+          adopt_routed(storage->mutable_data_ptr(), device_.index()),
+          &c10::openreg::getDeviceAllocator(), /*resizable=*/true));
+      adopted_.emplace(storage, adopted);
+      return device_tensor_over(std::move(adopted), result);
+    }
+    // Host memory (e.g. allocated by a worker thread) or shared: copy it over.
+    at::Tensor copy = at::empty_strided(result.sizes(), result.strides(),
+                                        result.options().device(device_));
+    kernel_alias(copy).copy_(result);
+    return copy;
+  }
+  // DOC END: zero-copy-results
+
+  void count_result_references(const c10::IValue& value) {
+    if (value.isTensor() && value.toTensor().defined()) {
+      result_references_[value.toTensor().storage().unsafeGetStorageImpl()] += 1;
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& tensor : value.toTensorList()) {
+        count_result_references(tensor);
+      }
+    }
+  }
+
+  c10::IValue map_result(const c10::IValue& value) {
+    if (value.isTensor()) {
+      return to_device(value.toTensor());
+    }
+    if (value.isTensorList()) {
+      c10::List<at::Tensor> mapped;
+      for (const at::Tensor& tensor : value.toTensorList()) {
+        mapped.push_back(to_device(tensor));
+      }
+      return mapped;
+    }
+    return value;
+  }
+
+  // The argument a written-to return aliases (same alias set), e.g. `self` of add_.
+  std::optional<c10::IValue> written_argument_for(const c10::Argument& result) const {
+    const auto* info = result.alias_info();
+    if (info == nullptr || !info->isWrite()) {
+      return std::nullopt;
+    }
+    const auto& arguments = op_.schema().arguments();
+    for (size_t index = 0; index < arguments.size(); ++index) {
+      const auto* argument_info = arguments[index].alias_info();
+      if (argument_info != nullptr && argument_info->beforeSets() == info->beforeSets()) {
+        return original_arguments_[index];
+      }
+    }
+    return std::nullopt;
+  }
+
+  void map_results() {
+    const auto& returns = op_.schema().returns();
+    const size_t first_result = stack_.size() - returns.size();
+    for (size_t index = first_result; index < stack_.size(); ++index) {
+      count_result_references(stack_[index]);
+    }
+    for (size_t index = 0; index < returns.size(); ++index) {
+      c10::IValue& value = stack_[first_result + index];
+      if (auto argument = written_argument_for(returns[index])) {
+        value = *argument;  // in-place and out=: the very tensor the caller passed
+      } else {
+        value = map_result(value);
+      }
+    }
+  }
+
+  const c10::OperatorHandle& op_;
+  torch::jit::Stack& stack_;
+  const c10::Device device_;
+  const size_t first_;
+  std::vector<c10::IValue> original_arguments_;
+  std::vector<Aliased> aliased_;
+  ska::flat_hash_map<c10::StorageImpl*, c10::Storage> originals_by_storage_;
+  ska::flat_hash_map<c10::StorageImpl*, c10::Storage> adopted_;
+  ska::flat_hash_map<c10::StorageImpl*, size_t> result_references_;
+};
+
+} // namespace
+
+// DOC START: zero-copy-fallback
+void zero_copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::optional<c10::Device> device = prepare_stack(op, stack);
+  TORCH_CHECK(device.has_value(), "openreg: ", op.schema().name(),
+              " reached the openreg fallback without an openreg tensor or device argument");
+  const c10::DeviceGuard guard(*device);
+  FallbackCall(op, stack, *device).run();
+}
+// DOC END: zero-copy-fallback
+
+} // namespace at::native::openreg
