@@ -1,8 +1,12 @@
 // Registration of the openreg kernels with the dispatcher. Kernels live in native/;
 // this file only says which kernel serves which operator.
 
+#include <ATen/native/DispatchStub.h>
+#include <ATen/native/transformers/attention.h>
 #include <torch/library.h>
 
+#include "aten/native/Attention.h"
+#include "aten/native/Convolution.h"
 #include "aten/native/Copy.h"
 #include "aten/native/Fallback.h"
 #include "aten/native/Minimal.h"
@@ -30,6 +34,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_", TORCH_FN(native::set_empty));
   m.impl("record_stream", TORCH_FN(native::record_stream));
   m.impl("native_dropout", TORCH_FN(native::native_dropout));
+  // PrivateUse1's own entry points for convolutions (they never reach the fallback).
+  m.impl("convolution_overrideable", TORCH_FN(native::convolution_overrideable));
+  m.impl("convolution_backward_overrideable",
+         TORCH_FN(native::convolution_backward_overrideable));
 }
 // DOC END: register-minimal
 
@@ -38,6 +46,16 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
 }
 // DOC END: register-fallback
+
+} // namespace at::openreg
+
+namespace at::native {
+// DOC START: register-sdp-choice
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &at::native::openreg::fused_sdp_choice);
+// DOC END: register-sdp-choice
+} // namespace at::native
+
+namespace at::openreg {
 
 // The copy kernels read conjugate/negative bits themselves (they carry them onto the
 // kernel views). Going through the Conjugate/Negative fallbacks instead would

@@ -13,11 +13,11 @@ from ._version_guard import check_torch_version
 check_torch_version()
 
 from . import _C  # noqa: E402  (loads the kernels, hooks, guard and allocators)
-from . import openreg  # noqa: E402
+from . import fallback, openreg  # noqa: E402
 from ._registration import register_backend  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["get_include", "get_library_dir"]
+__all__ = ["fallback", "get_include", "get_library_dir"]
 
 register_backend(openreg)
 

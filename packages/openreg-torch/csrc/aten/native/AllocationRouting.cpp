@@ -69,11 +69,15 @@ RoutingAllocator* installed_allocator() {
   return allocator;
 }
 
+// Installed when the library loads, before any kernel runs.
+const RoutingAllocator* const installed_at_load = installed_allocator();
+
 } // namespace
 
 RouteAllocationsToDevice::RouteAllocationsToDevice(c10::DeviceIndex device)
     : previous_(routed_device) {
-  TORCH_CHECK(c10::GetCPUAllocator() == installed_allocator(),
+  c10::Allocator* routing = installed_allocator();
+  TORCH_CHECK(c10::GetCPUAllocator() == routing,
               "openreg: another CPU allocator replaced openreg's routing allocator");
   routed_device = device;
 }

@@ -4,11 +4,11 @@
 // from device memory, so fresh results are adopted as device tensors without a copy.
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/flat_hash_map.h>
 
 #include "aten/native/AllocationRouting.h"
+#include "aten/native/DeviceKernel.h"
 #include "aten/native/Fallback.h"
 #include "aten/native/KernelView.h"
 #include "runtime/OpenRegDeviceAllocator.h"
@@ -20,17 +20,6 @@ namespace {
 
 bool is_openreg(const at::Tensor& tensor) {
   return tensor.defined() && tensor.device().type() == c10::kPrivateUse1;
-}
-
-// A device tensor with `like`'s sizes, strides, offset, dtype and bits over `storage`.
-at::Tensor device_tensor_over(c10::Storage storage, const at::Tensor& like) {
-  at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(
-      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());
-  result.unsafeGetTensorImpl()->set_sizes_and_strides(like.sizes(), like.strides(),
-                                                       like.storage_offset());
-  result._set_conj(like.is_conj());
-  result._set_neg(like.is_neg());
-  return result;
 }
 
 // One fallback call: the aliases made for its inputs and how to map results back.
@@ -144,31 +133,22 @@ class FallbackCall {
     if (!result.defined() || result.device().type() != c10::kCPU) {
       return result;
     }
-    TORCH_CHECK(result.layout() == c10::kStrided, "openreg: ", op_.schema().name(),
-                " produced a ", result.layout(), " tensor; openreg supports strided tensors only");
     c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
     // A view of an input: the same view of the device tensor.
     if (auto it = originals_by_storage_.find(storage); it != originals_by_storage_.end()) {
       return device_tensor_over(it->second, result);
     }
+    // Several results may share one fresh storage: they share one device storage.
     if (auto it = adopted_.find(storage); it != adopted_.end()) {
       return device_tensor_over(it->second, result);
     }
-    // A fresh result allocated in device memory that nothing else holds: adopt it.
-    if (is_routed(storage->data_ptr()) &&
-        result.storage().use_count() == result_references_[storage]) {
-      c10::Storage adopted(c10::make_intrusive<c10::StorageImpl>(
-          c10::StorageImpl::use_byte_size_t(), storage->nbytes(),
-          adopt_routed(storage->mutable_data_ptr(), device_.index()),
-          &c10::openreg::getDeviceAllocator(), /*resizable=*/true));
-      adopted_.emplace(storage, adopted);
-      return device_tensor_over(std::move(adopted), result);
+    if (result.layout() == c10::kStrided) {
+      if (auto adopted = adopt_storage(result.storage(), result_references_[storage], device_)) {
+        adopted_.emplace(storage, *adopted);
+        return device_tensor_over(std::move(*adopted), result);
+      }
     }
-    // Host memory (e.g. allocated by a worker thread) or shared: copy it over.
-    at::Tensor copy = at::empty_strided(result.sizes(), result.strides(),
-                                        result.options().device(device_));
-    kernel_alias(copy).copy_(result);
-    return copy;
+    return to_device_result(result, device_);
   }
   // DOC END: zero-copy-results
 

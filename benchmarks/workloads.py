@@ -1,0 +1,240 @@
+"""Benchmark workloads: each builds the same computation for a given device.
+
+A workload's ``build(device, quick)`` returns a :class:`Case`. The runner builds one case on
+the CPU and one on openreg from the same seed (models and inputs are created on the CPU and
+copied, so both start from identical values), runs ``check_steps`` units on each, compares
+``result()`` with ``torch.testing.assert_close`` and then times ``run()`` alternately on the
+two cases. ``run()`` performs ``inner`` iterations; times are reported per iteration.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+MiB = 1 << 20
+
+
+@dataclass
+class Case:
+    run: Callable[[], None]  # one timed repetition = `inner` iterations
+    result: Callable[[], object]  # tensors (or nested lists/dicts of tensors) to compare
+    inner: int = 1
+    nbytes: int = 0  # bytes moved per iteration (copies: for a GB/s column)
+    check_steps: int = 1  # repetitions run before comparing results
+
+
+@dataclass
+class Workload:
+    name: str
+    description: str
+    target: float
+    build: Callable[[torch.device, bool], Case]
+    reps: int = 15  # timed repetitions per side (full run)
+    quick_reps: int = 3
+    warmup: int = 3
+
+
+def _seed(seed: int = 0) -> None:
+    torch.manual_seed(seed)
+
+
+def _to(module: nn.Module, device: torch.device) -> nn.Module:
+    return copy.deepcopy(module).to(device)
+
+
+def _grads(module: nn.Module) -> dict:
+    return {n: p.grad for n, p in module.named_parameters()}
+
+
+def _params(module: nn.Module) -> dict:
+    return {n: p.detach() for n, p in module.named_parameters()}
+
+
+# --- training-style workloads ----------------------------------------------------------------
+
+
+def build_mlp(device: torch.device, quick: bool) -> Case:
+    _seed(0)
+    model = nn.Sequential(
+        nn.Linear(512, 1024), nn.ReLU(),
+        nn.Linear(1024, 1024), nn.ReLU(),
+        nn.Linear(1024, 10),
+    )
+    x = torch.randn(256, 512)
+    y = torch.randint(0, 10, (256,))
+    model, x, y = _to(model, device), x.to(device), y.to(device)
+    # The same optimizer implementation on both sides (the default would pick `foreach` on
+    # openreg and the per-tensor loop on the CPU, which is a different op sequence).
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
+    loss_fn = nn.CrossEntropyLoss()
+    state = {}
+
+    def run():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        state["loss"] = loss.detach()
+
+    return Case(run=run, result=lambda: {"loss": state["loss"], **_params(model)},
+                check_steps=3)
+
+
+def build_transformer(device: torch.device, quick: bool) -> Case:
+    _seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dropout=0.0, batch_first=True)
+    x = torch.randn(16, 64, 256)
+    layer, x = _to(layer, device), x.to(device)
+    state = {}
+
+    def run():
+        layer.zero_grad(set_to_none=True)
+        out = layer(x)
+        loss = out.square().mean()
+        loss.backward()
+        state["out"] = out.detach()
+
+    return Case(run=run, result=lambda: {"out": state["out"], **_grads(layer)})
+
+
+class SmallConvNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(32 * 16 * 16, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.conv1(x))
+        x = self.pool(torch.relu(self.conv2(x)))
+        return self.fc(x.flatten(1))
+
+
+def build_convnet(device: torch.device, quick: bool) -> Case:
+    _seed(0)
+    net = SmallConvNet()
+    x = torch.randn(32, 3, 32, 32)
+    y = torch.randint(0, 10, (32,))
+    net, x, y = _to(net, device), x.to(device), y.to(device)
+    loss_fn = nn.CrossEntropyLoss()
+    state = {}
+
+    def run():
+        net.zero_grad(set_to_none=True)
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        state["loss"] = loss.detach()
+
+    return Case(run=run, result=lambda: {"loss": state["loss"], **_grads(net)})
+
+
+# --- single-op workloads ---------------------------------------------------------------------
+
+
+def build_add1(device: torch.device, quick: bool) -> Case:
+    t = torch.zeros(1, device=device)
+    inner = 2000
+
+    def run():
+        for _ in range(inner):
+            t.add_(1)
+
+    # After the check repetition the value is exactly `inner`.
+    return Case(run=run, result=lambda: t.clone(), inner=inner)
+
+
+def build_sort(device: torch.device, quick: bool) -> Case:
+    _seed(0)
+    x = torch.randn(1 << 20).to(device)
+    state = {}
+
+    def run():
+        state["out"] = torch.sort(x)
+
+    return Case(run=run, result=lambda: list(state["out"]))
+
+
+def build_cumsum(device: torch.device, quick: bool) -> Case:
+    _seed(0)
+    x = torch.randn(1 << 20).to(device)
+    state = {}
+
+    def run():
+        state["out"] = torch.cumsum(x, 0)
+
+    return Case(run=run, result=lambda: state["out"])
+
+
+def build_empty(device: torch.device, quick: bool) -> Case:
+    inner = 2000
+    state = {}
+
+    def run():
+        for _ in range(inner):
+            t = torch.empty(1024, device=device)
+        state["t"] = t
+
+    def result():
+        t = state["t"]
+        # Contents of `empty` are unspecified: compare the metadata and a write through it.
+        return [torch.tensor(list(t.shape)), torch.tensor(t.element_size()), t.fill_(3.0)]
+
+    return Case(run=run, result=result, inner=inner)
+
+
+COPY_BYTES = 64 * MiB
+
+
+def _make_copy(kind: str) -> Callable[[torch.device, bool], Case]:
+    """64 MiB float32 copy. The CPU side of every copy row is a CPU->CPU ``copy_``."""
+
+    def build(device: torch.device, quick: bool) -> Case:
+        _seed(0)
+        n = COPY_BYTES // 4
+        cpu = torch.device("cpu")
+        src_dev, dst_dev = {
+            "h2d": (cpu, device),
+            "d2h": (device, cpu),
+            "d2d": (device, device),
+        }[kind]
+        src = torch.randn(n).to(src_dev)
+        dst = torch.zeros(n, device=dst_dev)
+        # Fault in the destination before timing (both sides).
+        dst.fill_(1.0)
+
+        def run():
+            dst.copy_(src)
+
+        return Case(run=run, result=lambda: dst, nbytes=COPY_BYTES)
+
+    return build
+
+
+WORKLOADS: list[Workload] = [
+    Workload("mlp_train_step", "3-layer MLP 512-1024-1024-10, batch 256, Adam step",
+             1.05, build_mlp, reps=61),
+    Workload("transformer_fwd_bwd", "TransformerEncoderLayer d256 h4 seq64 batch16 fwd+bwd",
+             1.05, build_transformer, reps=31),
+    Workload("convnet_fwd_bwd", "2 conv + pool + linear on 32x32x3, batch 32, fwd+bwd",
+             1.05, build_convnet, reps=41),
+    Workload("add_1elem", "x.add_(1) on a 1-element tensor (2000 per repetition)",
+             1.25, build_add1, reps=101),
+    Workload("sort_1m", "torch.sort on 1M float32", 1.05, build_sort, reps=31),
+    Workload("cumsum_1m", "torch.cumsum on 1M float32", 1.05, build_cumsum, reps=101),
+    Workload("copy_h2d_64m", "64 MiB host->device copy_ (CPU: host->host)", 1.05,
+             _make_copy("h2d"), reps=61),
+    Workload("copy_d2h_64m", "64 MiB device->host copy_ (CPU: host->host)", 1.05,
+             _make_copy("d2h"), reps=61),
+    Workload("copy_d2d_64m", "64 MiB device->device copy_ (CPU: host->host)", 1.05,
+             _make_copy("d2d"), reps=61),
+    Workload("empty_cached", "torch.empty(1024) (2000 per repetition)", 1.0, build_empty,
+             reps=101),
+]
+
+BY_NAME = {w.name: w for w in WORKLOADS}

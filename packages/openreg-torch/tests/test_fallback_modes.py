@@ -1,0 +1,97 @@
+"""The three fallback modes (zero-copy, copy, selective) and per-operator allow/deny."""
+
+import pytest
+import torch
+
+import openreg_torch
+
+
+def test_default_mode_is_zero_copy():
+    assert openreg_torch.fallback.mode() == "zero-copy"
+
+
+def test_zero_copy_results_are_adopted_not_copied():
+    # A fresh result is allocated in device memory by the CPU kernel itself: the
+    # allocator sees exactly one device allocation for it.
+    source = torch.randn(1 << 16, device="openreg")
+    torch.openreg.synchronize()
+    before = torch.openreg.memory_stats()["allocation.all.allocated"]
+    result = source.exp()
+    after = torch.openreg.memory_stats()["allocation.all.allocated"]
+    assert after - before == 1
+    torch.testing.assert_close(result.cpu(), source.cpu().exp())
+
+
+def test_zero_copy_out_variant_resizes_in_device_memory():
+    out = torch.empty(0, device="openreg")
+    pointer_before = out.data_ptr()
+    torch.sin(torch.arange(100.0, device="openreg"), out=out)
+    assert out.shape == (100,) and out.device.type == "openreg"
+    assert out.data_ptr() != pointer_before
+    torch.testing.assert_close(out.cpu(), torch.arange(100.0).sin())
+
+
+def test_copy_mode(run_python):
+    result = run_python(
+        """
+        import torch, openreg_torch
+        assert openreg_torch.fallback.mode() == "copy"
+        x = torch.arange(6.0, device="openreg").view(2, 3)
+        x.add_(1)
+        print(x.sum().item(), x.t().contiguous().cpu().tolist())
+        """,
+        env={"OPENREG_FALLBACK": "copy"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "21.0 [[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]]"
+
+
+def test_selective_mode_allows_only_listed_ops(run_python):
+    result = run_python(
+        """
+        import torch, openreg_torch
+        assert openreg_torch.fallback.mode() == "selective"
+        x = torch.ones(3).to("openreg")  # factories and copies are real kernels
+        try:
+            x.exp()
+        except NotImplementedError as error:
+            assert "aten::exp" in str(error) and "openreg" in str(error), error
+            print("exp refused")
+        openreg_torch.fallback.allow("aten::exp")
+        print(x.exp().cpu().sum().item())
+        """,
+        env={"OPENREG_FALLBACK": "selective"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[0] == "exp refused"
+    assert abs(float(result.stdout.split("\n")[1]) - 3 * 2.718281828) < 1e-4
+
+
+def test_deny_list(run_python):
+    result = run_python(
+        """
+        import torch, openreg_torch
+        openreg_torch.fallback.deny("aten::cumsum")
+        x = torch.ones(3, device="openreg")
+        print(x.exp().sum().item() > 0)
+        try:
+            x.cumsum(0)
+        except NotImplementedError as error:
+            print("denied" if "aten::cumsum" in str(error) else error)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "denied"]
+
+
+def test_bad_mode_is_a_clear_error(run_python):
+    result = run_python(
+        "import torch; torch.ones(2, device='openreg').exp()", env={"OPENREG_FALLBACK": "fast"}
+    )
+    assert result.returncode != 0
+    assert "OPENREG_FALLBACK=fast is not a fallback mode" in result.stderr
+
+
+def test_allow_unknown_operator():
+    with pytest.raises(RuntimeError, match="no operator named 'aten::nope'"):
+        openreg_torch.fallback.allow("aten::nope")

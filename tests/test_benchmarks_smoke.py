@@ -1,0 +1,58 @@
+"""Smoke test of benchmarks/run.py: it runs, exits 0 and writes the JSON it promises.
+
+Ratios are not asserted: they depend on the machine and its load.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+WORKLOADS = ["add_1elem", "empty_cached"]
+
+
+def test_quick_run_writes_results(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--only", ",".join(WORKLOADS),
+         "--results-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in WORKLOADS:
+        assert name in proc.stdout
+
+    latest = tmp_path / "latest.json"
+    assert latest.is_file()
+    stamped = [p for p in tmp_path.glob("*.json") if p.name != "latest.json"]
+    assert len(stamped) == 1
+    result = json.loads(latest.read_text())
+    assert result == json.loads(stamped[0].read_text())
+
+    for key in ("timestamp", "fallback_mode", "quick", "torch_version", "malloc_env",
+                "geomean_ratio", "all_correct", "workloads"):
+        assert key in result, key
+    assert result["quick"] is True
+    assert result["all_correct"] is True
+    assert result["fallback_mode"]
+    # run.py re-executes itself so that glibc keeps its memory on the CPU side.
+    assert all(v is not None for v in result["malloc_env"].values())
+
+    assert [w["name"] for w in result["workloads"]] == WORKLOADS
+    for w in result["workloads"]:
+        for key in ("target", "cpu_median_s", "device_median_s", "ratio", "met", "correct",
+                    "cpu_times_s", "device_times_s"):
+            assert key in w, (w["name"], key)
+        assert w["correct"] is True and w["error"] is None
+        assert w["cpu_median_s"] > 0 and w["device_median_s"] > 0
+        assert len(w["cpu_times_s"]) == len(w["device_times_s"]) > 0
+
+
+def test_unknown_workload_is_rejected(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--only", "no_such_workload", "--results-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "no_such_workload" in proc.stderr
+    assert not list(tmp_path.iterdir())
