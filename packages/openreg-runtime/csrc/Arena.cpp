@@ -53,6 +53,7 @@ orError_t Arena::ensureMapped(int device, size_t capacity) {
                 "device %d: sizing its %zu-byte memory file failed: %s", device,
                 size, strerror(e));
   }
+  // DOC START: double-mapping
   // MAP_NORESERVE: the capacity is only a reservation; pages cost memory
   // once a kernel touches them.
   void* view = mmap(nullptr, size, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, 0);
@@ -72,6 +73,7 @@ orError_t Arena::ensureMapped(int device, size_t capacity) {
   // A child must not share (and scribble on) the parent's device memory.
   madvise(view, size, MADV_DONTFORK);
   madvise(kernel, size, MADV_DONTFORK);
+  // DOC END: double-mapping
 
   fd_ = fd;
   view_ = static_cast<char*>(view);
@@ -114,6 +116,7 @@ int deviceOfKernel(uintptr_t p) {
   return -1;
 }
 
+// DOC START: view-to-kernel
 void* viewToKernel(uintptr_t p) {
   int limit = g_rangeLimit.load(std::memory_order_acquire);
   for (int d = 0; d < limit; ++d) {
@@ -126,6 +129,7 @@ void* viewToKernel(uintptr_t p) {
   }
   return nullptr;
 }
+// DOC END: view-to-kernel
 
 void* kernelToView(uintptr_t p) {
   int limit = g_rangeLimit.load(std::memory_order_acquire);

@@ -87,6 +87,7 @@ OR_API orError_t orPointerGetAttributes(orPointerAttributes* attributes,
   return orSuccess;
 }
 
+// DOC START: orGetKernelPointer
 OR_API orError_t orGetKernelPointer(void** kernelPtr, const void* devPtr) {
   OR_ENTER();
   if (kernelPtr == nullptr) {
@@ -100,6 +101,7 @@ OR_API orError_t orGetKernelPointer(void** kernelPtr, const void* devPtr) {
   *kernelPtr = k;
   return orSuccess;
 }
+// DOC END: orGetKernelPointer
 
 OR_API orError_t orGetDevicePointer(void** devPtr, const void* kernelPtr) {
   OR_ENTER();
