@@ -4,6 +4,7 @@
 #include <torch/extension.h>
 
 #include "aten/native/Fallback.h"
+#include "python/Stream.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegGenerator.h"
@@ -66,6 +67,8 @@ PYBIND11_MODULE(_C, m) {
     return at::native::openreg::fallback_mode_name(at::native::openreg::fallback_mode());
   });
   m.def("_register_fallback_for", &at::native::openreg::register_fallback_for);
+  m.def("_route_structured_ops_to_fallback",
+        &at::native::openreg::route_structured_ops_to_fallback);
   // Through at::globalContext(), as PyTorch's core reaches the hooks (used by tests).
   m.def("_has_primary_context", [](DeviceIndex device) {
     return at::globalContext().getAcceleratorHooksInterface(c10::kPrivateUse1)
@@ -75,5 +78,6 @@ PYBIND11_MODULE(_C, m) {
     return at::globalContext().getDeviceFromPtr(reinterpret_cast<void*>(pointer),
                                                 c10::kPrivateUse1);
   });
+  openreg_torch::init_stream_bindings(m);
 }
 // DOC END: module-methods

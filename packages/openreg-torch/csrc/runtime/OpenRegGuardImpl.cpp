@@ -58,9 +58,13 @@ Stream OpenRegGuardImpl::getStreamFromGlobalPool(Device device, bool isHighPrior
   return getStreamFromPool(isHighPriority ? greatest : least, device.index()).unwrap();
 }
 
+// DOC START: guard-new-stream
+// torch.Stream() and torch.openreg.Stream() come here. As CUDA does, they take the next
+// stream of the device's pool rather than creating one: programs make streams in loops.
 Stream OpenRegGuardImpl::getNewStream(Device device, int priority) const {
-  return createOpenRegStream(priority, device.index()).unwrap();
+  return getStreamFromPool(priority, device.index()).unwrap();
 }
+// DOC END: guard-new-stream
 
 Stream OpenRegGuardImpl::exchangeStream(Stream stream) const {
   const OpenRegStream next(stream);

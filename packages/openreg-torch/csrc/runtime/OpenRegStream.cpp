@@ -10,6 +10,7 @@
 namespace c10::openreg {
 namespace {
 
+// DOC START: stream-pool
 // Stream ids: the low two bits say which kind of stream the id names.
 constexpr StreamId kDefaultKind = 0;
 constexpr StreamId kPoolKind = 1;
@@ -33,6 +34,7 @@ struct DeviceStreams {
 
 std::array<DeviceStreams, kMaxDevices> device_streams;
 thread_local std::array<StreamId, kMaxDevices> current_stream_ids{};
+// DOC END: stream-pool
 
 int priorityLevels() {
   int least = 0;
@@ -161,6 +163,7 @@ OpenRegStream getCurrentOpenRegStream(DeviceIndex device) {
   return makeStream(device, current_stream_ids[device]);
 }
 
+// DOC START: get-stream-from-pool
 OpenRegStream getStreamFromPool(int priority, DeviceIndex device) {
   device = resolve(device);
   DeviceStreams& streams = streamsOf(device);
@@ -169,6 +172,7 @@ OpenRegStream getStreamFromPool(int priority, DeviceIndex device) {
   return makeStream(device, kPoolKind | (static_cast<StreamId>(level) << kKindBits) |
                                 (static_cast<StreamId>(index) << (kKindBits + kLevelBits)));
 }
+// DOC END: get-stream-from-pool
 
 OpenRegStream createOpenRegStream(int priority, DeviceIndex device) {
   device = resolve(device);

@@ -25,8 +25,8 @@ class OPENREG_TORCH_API OpenRegStream {
   operator Stream() const { return stream_; }
   bool operator==(const OpenRegStream& other) const { return stream_ == other.stream_; }
 
-  // The runtime handle. NULL stands for the default stream of the current device, so
-  // calls that take it must run with this stream's device current (see device_guard).
+  // The runtime handle (every stream, the default one included, is a created runtime
+  // stream, so it names its device by itself).
   orStream_t stream() const;
   int priority() const;
   bool query() const;

@@ -191,6 +191,36 @@ void register_fallback_for(const std::string& op_name, bool allow) {
 }
 // DOC END: selective-fallback
 
+// DOC START: route-structured
+size_t route_structured_ops_to_fallback() {
+  static std::mutex mutex;
+  static std::unique_ptr<torch::Library> library;
+  static size_t routed = 0;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (library != nullptr || fallback_mode() == FallbackMode::Selective) {
+    return routed;
+  }
+  library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
+                                             c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    const auto op = dispatcher.findOp(name);
+    if (!op.has_value() || name.name.rfind("aten::", 0) != 0 ||
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+        op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
+      continue;
+    }
+    const std::string qualified = name.overload_name.empty()
+        ? name.name : name.name + "." + name.overload_name;
+    library->impl(qualified.c_str(),
+                  torch::CppFunction::makeFromBoxedFunction<&openreg_fallback>());
+    routed += 1;
+  }
+  return routed;
+}
+// DOC END: route-structured
+
 // DOC START: cpu-copy-fallback
 void cpu_copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const std::optional<c10::Device> device = prepare_stack(op, stack);

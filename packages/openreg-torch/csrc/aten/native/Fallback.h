@@ -27,6 +27,14 @@ void openreg_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // `deny` makes it raise NotImplementedError even when everything else falls back.
 OPENREG_TORCH_API void register_fallback_for(const std::string& op_name, bool allow);
 
+// PyTorch serves structured operators (exp, add, sum, ...) on PrivateUse1 with a
+// generic composite that computes the output's metadata, allocates it, then calls the
+// operator's out= variant (which falls back). Running the CPU's own functional and
+// in-place kernels through the fallback instead builds the iterator once, not twice.
+// Registers the fallback per operator for every such aten operator (not in selective
+// mode, where nothing may fall back unless allowed). Returns how many were routed.
+OPENREG_TORCH_API size_t route_structured_ops_to_fallback();
+
 // The copy fallback of the seed documents: inputs are copied to the CPU, the CPU
 // kernel runs, results are copied back (at::native::cpu_fallback), after the
 // device-consistency checks and generator substitution every openreg kernel needs.

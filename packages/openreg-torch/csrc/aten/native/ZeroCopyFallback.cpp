@@ -5,7 +5,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
-#include <c10/util/flat_hash_map.h>
+#include <c10/util/SmallVector.h>
 
 #include "aten/native/AllocationRouting.h"
 #include "aten/native/DeviceKernel.h"
@@ -21,6 +21,31 @@ namespace {
 bool is_openreg(const at::Tensor& tensor) {
   return tensor.defined() && tensor.device().type() == c10::kPrivateUse1;
 }
+
+// A map for the handful of storages one call touches: a linear scan over an inline
+// vector beats hashing (and allocating) on this per-operator path.
+template <typename Value>
+class SmallStorageMap {
+ public:
+  Value* find(const c10::StorageImpl* key) {
+    for (auto& [stored, value] : entries_) {
+      if (stored == key) {
+        return &value;
+      }
+    }
+    return nullptr;
+  }
+  Value& operator[](const c10::StorageImpl* key) {
+    if (Value* value = find(key)) {
+      return *value;
+    }
+    entries_.emplace_back(key, Value{});
+    return entries_.back().second;
+  }
+
+ private:
+  c10::SmallVector<std::pair<const c10::StorageImpl*, Value>, 4> entries_;
+};
 
 // One fallback call: the aliases made for its inputs and how to map results back.
 class FallbackCall {
@@ -58,7 +83,7 @@ class FallbackCall {
       return tensor;  // CPU tensors (scalars) go to the CPU kernel as they are
     }
     at::Tensor alias = kernel_alias(tensor, mutable_argument ? routing_allocator() : nullptr);
-    originals_by_storage_.emplace(alias.storage().unsafeGetStorageImpl(), tensor.storage());
+    originals_by_storage_[alias.storage().unsafeGetStorageImpl()] = tensor.storage();
     aliased_.push_back({tensor, alias, mutable_argument});
     return alias;
   }
@@ -135,16 +160,16 @@ class FallbackCall {
     }
     c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
     // A view of an input: the same view of the device tensor.
-    if (auto it = originals_by_storage_.find(storage); it != originals_by_storage_.end()) {
-      return device_tensor_over(it->second, result);
+    if (c10::Storage* original = originals_by_storage_.find(storage)) {
+      return device_tensor_over(*original, result);
     }
     // Several results may share one fresh storage: they share one device storage.
-    if (auto it = adopted_.find(storage); it != adopted_.end()) {
-      return device_tensor_over(it->second, result);
+    if (c10::Storage* adopted = adopted_.find(storage)) {
+      return device_tensor_over(*adopted, result);
     }
     if (result.layout() == c10::kStrided) {
       if (auto adopted = adopt_storage(result.storage(), result_references_[storage], device_)) {
-        adopted_.emplace(storage, *adopted);
+        adopted_[storage] = *adopted;
         return device_tensor_over(std::move(*adopted), result);
       }
     }
@@ -212,11 +237,11 @@ class FallbackCall {
   torch::jit::Stack& stack_;
   const c10::Device device_;
   const size_t first_;
-  std::vector<c10::IValue> original_arguments_;
-  std::vector<Aliased> aliased_;
-  ska::flat_hash_map<c10::StorageImpl*, c10::Storage> originals_by_storage_;
-  ska::flat_hash_map<c10::StorageImpl*, c10::Storage> adopted_;
-  ska::flat_hash_map<c10::StorageImpl*, size_t> result_references_;
+  c10::SmallVector<c10::IValue, 8> original_arguments_;
+  c10::SmallVector<Aliased, 4> aliased_;
+  SmallStorageMap<c10::Storage> originals_by_storage_;
+  SmallStorageMap<c10::Storage> adopted_;
+  SmallStorageMap<size_t> result_references_;
 };
 
 } // namespace

@@ -15,6 +15,8 @@ from .memory import *  # noqa: F403
 from .memory import __all__ as _memory_all
 from .random import *  # noqa: F403
 from .random import __all__ as _random_all
+from .streams import *  # noqa: F403
+from .streams import __all__ as _streams_all
 
 __all__ = [
     "is_available",
@@ -32,6 +34,7 @@ __all__ = [
     "is_bf16_supported",
     *_memory_all,
     *_random_all,
+    *_streams_all,
 ]
 
 
