@@ -3,9 +3,9 @@
 Used by tox and by scripts/demo.sh. Each package is built against the torch that is
 already installed (no build isolation: an isolated build would download another torch),
 with its build directory kept per environment so that switching torch versions never
-reuses objects compiled for the other one. A package whose sources, build inputs and
-torch version are unchanged since its last install is skipped, which makes a second run
-take seconds.
+reuses objects compiled for the other one. A package whose sources, build inputs, torch
+version and installed dependencies (the builds of the packages before it) are unchanged
+since its last install is skipped, which makes a second run take seconds.
 """
 
 from __future__ import annotations
@@ -47,11 +47,22 @@ def is_buildable(package_dir: Path) -> bool:
     return (package_dir / "pyproject.toml").exists()
 
 
+def installed_dependencies(name: str, stamp_dir: Path) -> str:
+    """A digest of the installed builds `name` compiles against (the packages before it):
+    openreg-ops-extra must be rebuilt when openreg-torch's headers or library change."""
+    digest = hashlib.sha256()
+    for dependency in PACKAGES[: PACKAGES.index(name)]:
+        stamp = stamp_dir / f"{dependency}.stamp"
+        digest.update(stamp.read_bytes() if stamp.exists() else b"not installed")
+    return digest.hexdigest()[:16]
+
+
 def install(name: str, force: bool) -> None:
     package_dir = ROOT / "packages" / name
     stamp_dir = Path(sys.prefix) / "openreg-build"
     stamp = stamp_dir / f"{name}.stamp"
-    key = f"{source_digest(package_dir)} torch={torch_version()}"
+    key = (f"{source_digest(package_dir)} torch={torch_version()} "
+           f"deps={installed_dependencies(name, stamp_dir)}")
     if not force and stamp.exists() and stamp.read_text() == key:
         print(f"[install] {name}: up to date")
         return
