@@ -6,7 +6,11 @@ _PACKAGE = Path(__file__).resolve().parent
 
 
 def get_include() -> str:
-    """The directory holding ``openreg_torch/runtime/*.h`` and ``openreg_torch/aten/*.h``."""
+    """The directory holding ``openreg_torch/runtime/*.h`` and ``openreg_torch/aten/...``.
+
+    The headers include each other as ``"runtime/..."``: put both this directory and its
+    ``openreg_torch`` subdirectory on the include path (openreg-ops-extra's setup.py does).
+    """
     include = _PACKAGE / "include"
     if not (include / "openreg_torch" / "runtime" / "OpenRegFunctions.h").exists():
         raise RuntimeError(

@@ -6,14 +6,17 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "runtime/OpenRegMacros.h"
+
 namespace at::native::openreg {
 
 // The kernel-view alias of an openreg tensor (undefined stays undefined). A resizable
 // alias may be grown by a kernel (out= arguments); its storage then allocates from
 // `allocator` and the caller moves the new memory back into the device storage.
-at::Tensor kernel_alias(const at::Tensor& device_tensor, c10::Allocator* allocator = nullptr);
+OPENREG_TORCH_API at::Tensor kernel_alias(const at::Tensor& device_tensor,
+                                           c10::Allocator* allocator = nullptr);
 
 // The kernel-view address of device memory.
-void* kernel_pointer(const void* device_pointer);
+OPENREG_TORCH_API void* kernel_pointer(const void* device_pointer);
 
 } // namespace at::native::openreg
