@@ -111,9 +111,9 @@ DEFAULT_SUBSET = (
     # random
     "nn.functional.dropout", "bernoulli", "normal", "uniform", "rand_like", "randint_like",
     "multinomial",
-    # factories, copies, metadata
+    # factories, copies, metadata, arguments that stay on the CPU
     "zeros_like", "full", "arange", "to", "clone", "contiguous", "fill", "zero_", "item",
-    "resize_",
+    "resize_", "tensor_split", "mode",
 )
 
 
@@ -230,10 +230,12 @@ class _Copier:
             return source.resolve_conj().resolve_neg().to(self.device, copy=True)
         storage = source.untyped_storage()
         itemsize = source.element_size()
-        if storage.nbytes() == 0 or storage.nbytes() % itemsize != 0:
+        if storage.nbytes() == 0:
             return torch.empty_strided(
                 source.size(), source.stride(), dtype=source.dtype, device=self.device
-            ) if storage.nbytes() == 0 else source.to(self.device, copy=True)
+            )
+        if storage.nbytes() % itemsize != 0:  # a storage shared with another dtype
+            return source.to(self.device, copy=True)
         key = (storage.data_ptr(), storage.nbytes())
         flat = self.storages.get(key)
         if flat is None or flat.dtype != source.dtype:
@@ -290,11 +292,20 @@ class Call:
         return DEVICE if on_device((self.input, self.args, self.kwargs)) else "cpu"
 
 
-def copy_sample(sample: Any, device: str) -> Call:
-    copier = _Copier(device)
-    return Call(
-        copier.value(sample.input), copier.value(tuple(sample.args)), copier.value(dict(sample.kwargs))
+# Positional arguments that the op requires on the CPU whatever the device of the input
+# (PyTorch rejects them elsewhere), so they are not moved to openreg.
+CPU_ARGUMENTS: dict[str, frozenset[int]] = {
+    "tensor_split": frozenset({0}),  # tensor_indices_or_sections "to be on cpu"
+}
+
+
+def copy_sample(sample: Any, device: str, cpu_arguments: frozenset[int] = frozenset()) -> Call:
+    copier, host = _Copier(device), _Copier("cpu")
+    args = tuple(
+        (host if index in cpu_arguments else copier).value(argument)
+        for index, argument in enumerate(sample.args)
     )
+    return Call(copier.value(sample.input), args, copier.value(dict(sample.kwargs)))
 
 
 def iter_tensors(value: Any) -> Iterable[torch.Tensor]:
@@ -336,6 +347,13 @@ def to_host(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().cpu()
 
 
+def _layout(tensor: torch.Tensor) -> tuple[int | None, ...]:
+    """Strides that matter: those of dimensions longer than 1 (none if it is empty)."""
+    if tensor.numel() <= 1:
+        return ()
+    return tuple(s if n > 1 else None for n, s in zip(tensor.shape, tensor.stride()))
+
+
 def storage_key(tensor: torch.Tensor) -> int | None:
     if tensor.layout != torch.strided:
         return None
@@ -359,7 +377,7 @@ def compare(cpu: Any, dev: Any, tolerance: Tolerance, where: str = "output",
             )
         if cpu.layout != dev.layout:
             raise Mismatch(f"{where}: layout {dev.layout}, CPU {cpu.layout}")
-        if cpu.layout == torch.strided and cpu.numel() > 1 and cpu.stride() != dev.stride():
+        if cpu.layout == torch.strided and _layout(cpu) != _layout(dev):
             raise Mismatch(f"{where}: strides {dev.stride()}, CPU {cpu.stride()}")
         if cpu.is_conj() != dev.is_conj() or cpu.is_neg() != dev.is_neg():
             raise Mismatch(f"{where}: conj/neg bits differ from CPU")
@@ -379,7 +397,9 @@ def compare(cpu: Any, dev: Any, tolerance: Tolerance, where: str = "output",
         raise Mismatch(f"{where}: CPU gives {type(cpu).__name__}, openreg gives a tensor")
     if isinstance(cpu, (list, tuple)) and not isinstance(cpu, torch.Size):
         if not isinstance(dev, (list, tuple)) or len(cpu) != len(dev):
-            raise Mismatch(f"{where}: CPU gives {type(cpu).__name__} of {len(cpu)}, openreg {dev!r:.80}")
+            raise Mismatch(
+                f"{where}: CPU gives {type(cpu).__name__} of {len(cpu)}, openreg {dev!r:.80}"
+            )
         if type(cpu) is not type(dev):
             raise Mismatch(f"{where}: CPU gives {type(cpu).__name__}, openreg {type(dev).__name__}")
         for index, (a, b) in enumerate(zip(cpu, dev)):
@@ -492,6 +512,11 @@ class OpChecker:
             base = dataclasses.replace(base, exact=True)
         self.tolerance = base
 
+    def copies(self, sample: Any) -> tuple[Call, Call]:
+        """The sample on the CPU and on openreg, both fresh (ops may mutate them)."""
+        keep = CPU_ARGUMENTS.get(self.name, frozenset())
+        return copy_sample(sample, "cpu"), copy_sample(sample, DEVICE, keep)
+
     def samples(self, requires_grad: bool) -> list[Any]:
         torch.manual_seed(SEED)
         return list(self.op.sample_inputs("cpu", DTYPE, requires_grad=requires_grad))
@@ -538,7 +563,7 @@ class OpChecker:
     # -- the checks: return None on success, a string to skip (CPU cannot run it) --------
 
     def forward(self, sample: Any, state: dict) -> str | None:
-        cpu, dev = copy_sample(sample, "cpu"), copy_sample(sample, DEVICE)
+        cpu, dev = self.copies(sample)
         try:
             expected = _run(self.op, cpu, SEED)
         except Exception as error:
@@ -546,7 +571,8 @@ class OpChecker:
         state["cpu_result"] = expected
         actual = _run(self.op, dev, SEED)
         compare(expected, actual, self.tolerance, device=dev.device())
-        cpu_aliases, dev_aliases = alias_map(expected, cpu.tensors()), alias_map(actual, dev.tensors())
+        cpu_aliases = alias_map(expected, cpu.tensors())
+        dev_aliases = alias_map(actual, dev.tensors())
         if cpu_aliases != dev_aliases:
             raise Mismatch(
                 f"aliasing: outputs share storage with inputs {dev_aliases}, on CPU {cpu_aliases}"
@@ -556,7 +582,7 @@ class OpChecker:
 
     def inplace(self, sample: Any) -> str | None:
         variant = self.op.inplace_variant
-        cpu, dev = copy_sample(sample, "cpu"), copy_sample(sample, DEVICE)
+        cpu, dev = self.copies(sample)
         try:
             expected = _run(variant, cpu, SEED)
         except Exception as error:
@@ -579,7 +605,7 @@ class OpChecker:
             made = [torch.empty(0, dtype=r.dtype, device=device) for r in results]
             return made[0] if isinstance(cpu_result, torch.Tensor) else tuple(made)
 
-        cpu, dev = copy_sample(sample, "cpu"), copy_sample(sample, DEVICE)
+        cpu, dev = self.copies(sample)
         cpu_out, dev_out = outs("cpu"), outs(DEVICE)
         try:
             torch.manual_seed(SEED)
@@ -589,7 +615,7 @@ class OpChecker:
         torch.manual_seed(SEED)
         actual = self.op(dev.input, *dev.args, **dev.kwargs, out=dev_out)
         compare(cpu_out, dev_out, self.tolerance, "out tensor")
-        compare(expected, actual, self.tolerance, "returned value", dev.device())
+        compare(expected, actual, self.tolerance, "returned value")  # out= is on openreg
         returned = list(iter_tensors(actual))
         given = list(iter_tensors(dev_out))
         expected_identity = [a is b for a, b in zip(iter_tensors(expected), iter_tensors(cpu_out))]
@@ -599,7 +625,7 @@ class OpChecker:
         return None
 
     def grad_check(self, sample: Any) -> str | None:
-        cpu, dev = copy_sample(sample, "cpu"), copy_sample(sample, DEVICE)
+        cpu, dev = self.copies(sample)
         cpu_leaves = [t for t in cpu.tensors() if t.requires_grad]
         dev_leaves = [t for t in dev.tensors() if t.requires_grad]
         if not cpu_leaves:
@@ -626,7 +652,10 @@ class OpChecker:
         )
         for index, (a, b) in enumerate(zip(cpu_grads, dev_grads)):
             if (a is None) != (b is None):
-                raise Mismatch(f"grad of input {index}: CPU {a is not None}, openreg {b is not None}")
+                raise Mismatch(
+                    f"grad of input {index}: defined on CPU {a is not None}, "
+                    f"on openreg {b is not None}"
+                )
             if a is not None:
                 compare(a, b, self.tolerance, f"grad of input {index}", dev.device())
         return None

@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-MAX_MESSAGES = 5
+MAX_MESSAGES = 3  # distinct failure messages kept per op and check
 
 
 # ----------------------------------------------------------------------------------------
@@ -62,16 +62,20 @@ def worker(names: list[str], out) -> None:
                 status = "ok"
             except Exception as error:  # sample generation or the harness itself
                 outcomes, seconds, status = [], 0.0, "error"
-                error_text = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+                first_line = str(error).splitlines()[0] if str(error) else ""
+                error_text = f"{type(error).__name__}: {first_line}"
             counts = collections.Counter(f"{o.check}:{o.status}" for o in outcomes)
             failures, seen = [], set()
+            per_check = collections.Counter()
             for outcome in outcomes:
                 if outcome.status == "fail" and (outcome.check, outcome.message) not in seen:
                     seen.add((outcome.check, outcome.message))
-                    failures.append({"check": outcome.check, "sample": outcome.sample,
-                                     "message": outcome.message})
+                    per_check[outcome.check] += 1
+                    if per_check[outcome.check] <= MAX_MESSAGES:
+                        failures.append({"check": outcome.check, "sample": outcome.sample,
+                                         "message": outcome.message})
             record = {"event": "result", "op": name, "status": status, "seconds": round(seconds, 3),
-                      "counts": dict(counts), "failures": failures[:MAX_MESSAGES]}
+                      "counts": dict(counts), "failures": failures}
             if status == "error":
                 record["failures"] = [{"check": "harness", "sample": -1, "message": error_text}]
         out.write(json.dumps(record) + "\n")
@@ -144,9 +148,10 @@ def run_worker_chain(names: list[str], timeout: float, results: dict, lock, verb
             status = failed or "crash"
             what = (f"killed after {timeout:.0f}s" if failed else
                     f"signal {-code}" if code < 0 else f"exit code {code}")
+            message = f"{what}; stderr: " + " | ".join(tail)
             record = {"event": "result", "op": current, "status": status, "seconds": 0.0,
-                      "counts": {}, "failures": [{"check": status, "sample": -1,
-                                                  "message": f"{what}; stderr: " + " | ".join(tail)}]}
+                      "counts": {},
+                      "failures": [{"check": status, "sample": -1, "message": message}]}
             remaining.remove(current)
             with lock:
                 results[current] = record
@@ -192,7 +197,9 @@ def summarize(results: dict, expectations: dict, mode: str, checks) -> dict:
         "samples_passed": passed,
         "sample_pass_rate": round(100.0 * passed / attempted, 2) if attempted else None,
         "per_check": {c: dict(v) for c, v in per_check.items()},
-        "ops_skipped_by_expectations": sorted(n for n, r in results.items() if r["status"] == "skipped"),
+        "ops_skipped_by_expectations": sorted(
+            n for n, r in results.items() if r["status"] == "skipped"
+        ),
         "failing_ops": sorted(failing),
         "unexpected_failures": unexpected,
         "expected_failures_now_passing": fixed,
@@ -200,9 +207,12 @@ def summarize(results: dict, expectations: dict, mode: str, checks) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
-    parser.add_argument("--ops", default="full", help="full (default), subset, or comma-separated op names")
+    parser.add_argument("--ops", default="full",
+                        help="full (default), subset, or comma-separated op names")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per op")
     parser.add_argument("--json", help="write the results and summary here")
@@ -245,7 +255,8 @@ def main() -> int:
         tag = " (UNEXPECTED)" if name in summary["unexpected_failures"] else ""
         print(f"  FAIL {name}{tag}: [{first['check']}] {first['message'][:200]}")
     if summary["expected_failures_now_passing"]:
-        print("  listed as failing but pass now:", ", ".join(summary["expected_failures_now_passing"]))
+        print("  listed as failing but pass now:",
+              ", ".join(summary["expected_failures_now_passing"]))
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"summary": summary, "ops": results}, handle, indent=1, sort_keys=True)

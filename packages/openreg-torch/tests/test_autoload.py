@@ -32,3 +32,17 @@ def test_autoload_disabled_then_explicit_import(run_python):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "openreg:0"
+
+
+def test_importing_the_package_before_torch(run_python):
+    # `import openreg_torch` first: torch's own import then runs the entry points,
+    # which must find openreg_torch._autoload on the half-imported module.
+    result = run_python(
+        """
+        import openreg_torch
+        import torch
+        print(torch.ones(1, device="openreg").device)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "openreg:0"

@@ -14,7 +14,14 @@ It imports openreg_torch first, so the order in which torch loads the two entry 
 does not matter. With ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``, ``import openreg_ops_extra``.
 """
 
-import torch
+
+def _autoload() -> None:
+    """Entry point for ``torch.backends``: importing this package did the work."""
+
+
+# Defined before `import torch`: importing this package first makes torch run its
+# entry points, which look `_autoload` up on this (partially initialised) module.
+import torch  # noqa: E402
 
 from ._version_guard import check_torch_version
 
@@ -30,7 +37,3 @@ from .ops import custom_abs, custom_square, differentiable_abs  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["custom_abs", "custom_square", "differentiable_abs"]
-
-
-def _autoload() -> None:
-    """Entry point for ``torch.backends``: importing this package did the work."""

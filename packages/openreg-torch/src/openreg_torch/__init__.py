@@ -6,9 +6,16 @@ Importing this package (which `import torch` does by itself through the
 skip autoloading and ``import openreg_torch`` explicitly instead.
 """
 
-import torch
 
-from ._version_guard import check_torch_version
+def _autoload() -> None:
+    """Entry point for ``torch.backends``: importing this package did the work."""
+
+
+# Defined before `import torch`: importing this package first makes torch run its
+# entry points, which look `_autoload` up on this (partially initialised) module.
+import torch  # noqa: E402
+
+from ._version_guard import check_torch_version  # noqa: E402
 
 check_torch_version()
 
@@ -24,7 +31,3 @@ register_backend(openreg)
 _C._route_structured_ops_to_fallback()
 
 from ._paths import get_include, get_library_dir  # noqa: E402
-
-
-def _autoload() -> None:
-    """Entry point for ``torch.backends``: importing this package did the work."""
