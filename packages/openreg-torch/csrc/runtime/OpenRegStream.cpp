@@ -1,5 +1,7 @@
 #include "runtime/OpenRegStream.h"
 
+#include <c10/core/DeviceGuard.h>
+
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -58,12 +60,9 @@ DeviceIndex resolve(DeviceIndex device) {
 
 // Creating streams needs the device current: the runtime puts them there.
 orStream_t createOnDevice(DeviceIndex device, int priority) {
-  DeviceIndex previous = 0;
-  OPENREG_CHECK(ExchangeDevice(device, &previous));
+  const c10::DeviceGuard guard(Device(kPrivateUse1, device));
   orStream_t handle = nullptr;
-  const orError_t error = orStreamCreateWithPriority(&handle, 0, priority);
-  OPENREG_CHECK(SetDevice(previous));
-  OPENREG_CHECK(error);
+  OPENREG_CHECK(orStreamCreateWithPriority(&handle, 0, priority));
   return handle;
 }
 
