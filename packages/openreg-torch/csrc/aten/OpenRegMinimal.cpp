@@ -38,6 +38,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_overrideable", TORCH_FN(native::convolution_overrideable));
   m.impl("convolution_backward_overrideable",
          TORCH_FN(native::convolution_backward_overrideable));
+  // Attention's choice of implementation, asked as an operator (the stub is below);
+  // through the fallback it would see aliases that drop requires_grad.
+  m.impl("_fused_sdp_choice", TORCH_FN(native::fused_sdp_choice));
 }
 // DOC END: register-minimal
 
@@ -47,10 +50,13 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 }
 // DOC END: register-fallback
 
+
 } // namespace at::openreg
 
 namespace at::native {
 // DOC START: register-sdp-choice
+// scaled_dot_product_attention asks this stub; unfilled, openreg would always take the
+// math path and differ from the CPU's results.
 REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &at::native::openreg::fused_sdp_choice);
 // DOC END: register-sdp-choice
 } // namespace at::native

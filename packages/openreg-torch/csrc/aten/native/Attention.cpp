@@ -10,14 +10,22 @@ namespace at::native::openreg {
 int64_t fused_sdp_choice(const Tensor& query, const Tensor& key, const Tensor& value,
                          const std::optional<Tensor>& attn_mask, double dropout_p,
                          bool is_causal, std::optional<double> scale, bool enable_gqa) {
-  // The choice reads only shapes, dtypes and flags: ask the CPU's chooser about the
-  // kernel views. A "flash" choice then runs _scaled_dot_product_flash_attention_for_cpu
-  // (and its backward) on openreg through the fallback.
-  const std::optional<Tensor> mask =
-      attn_mask.has_value() && attn_mask->defined() ? std::optional<Tensor>(kernel_alias(*attn_mask))
-                                                    : std::nullopt;
-  return at::_fused_sdp_choice(kernel_alias(query), kernel_alias(key), kernel_alias(value), mask,
-                               dropout_p, is_causal, scale, enable_gqa);
+  // The choice reads shapes, dtypes, flags and which inputs require grad: ask the CPU's
+  // chooser about kernel views that carry the same requires_grad. A "flash" choice then
+  // runs _scaled_dot_product_flash_attention_for_cpu (and its backward) on openreg
+  // through the fallback.
+  const auto view = [](const Tensor& tensor) {
+    Tensor alias = kernel_alias(tensor);
+    if (tensor.requires_grad()) {
+      alias.requires_grad_(true);
+    }
+    return alias;
+  };
+  const std::optional<Tensor> mask = attn_mask.has_value() && attn_mask->defined()
+      ? std::optional<Tensor>(view(*attn_mask))
+      : std::nullopt;
+  return at::_fused_sdp_choice(view(query), view(key), view(value), mask, dropout_p, is_causal,
+                               scale, enable_gqa);
 }
 // DOC END: sdp-choice
 

@@ -1,7 +1,7 @@
 #pragma once
 
-// Scaled dot-product attention picks its implementation through a dispatch stub that
-// PrivateUse1 must fill; without it openreg would always take the slow math path.
+// Scaled dot-product attention asks aten::_fused_sdp_choice which implementation to run;
+// openreg answers as the CPU would, so attention on openreg matches the CPU's.
 
 #include <ATen/core/Tensor.h>
 
