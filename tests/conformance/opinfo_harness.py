@@ -140,6 +140,12 @@ class Expectation:
 KINDS = {"fail", "skip", "tolerance", "metadata"}
 
 
+def _torch_release() -> str:
+    import torch
+
+    return ".".join(torch.__version__.split(".")[:2])
+
+
 def load_expectations(path: Path = EXPECTED_FAILURES_FILE) -> dict[str, list[Expectation]]:
     """op full name -> its entries (an op may have one per fallback mode)."""
     with open(path, "rb") as handle:
@@ -147,8 +153,12 @@ def load_expectations(path: Path = EXPECTED_FAILURES_FILE) -> dict[str, list[Exp
     result: dict[str, list[Expectation]] = {}
     for op, entries in data.items():
         for entry in entries if isinstance(entries, list) else [entries]:
-            unknown = set(entry) - {"kind", "reason", "checks", "atol", "rtol", "modes"}
+            unknown = set(entry) - {"kind", "reason", "checks", "atol", "rtol", "modes", "torch"}
             assert not unknown, f"{op}: unknown fields {sorted(unknown)}"
+            # `torch = ["2.13"]`: the entry only concerns those torch releases (an op may
+            # leave op_db in a later one).
+            if "torch" in entry and _torch_release() not in entry["torch"]:
+                continue
             kind = entry["kind"]
             assert kind in KINDS, f"{op}: kind must be one of {sorted(KINDS)}, not {kind!r}"
             reason = entry.get("reason", "").strip()
