@@ -90,8 +90,7 @@ OpenRegStream registerCreated(DeviceIndex device, orStream_t handle) {
   std::lock_guard<std::mutex> lock(streams.created_mutex);
   const int index = streams.created_count.load();
   TORCH_CHECK(index < kMaxCreatedStreams, "openreg: more than ", kMaxCreatedStreams,
-              " streams were created on device ", static_cast<int>(device),
-              "; use the stream pool (torch.openreg.Stream reuses nothing, so keep streams)");
+              " external streams were registered on device ", static_cast<int>(device));
   streams.created[index].store(handle);
   streams.created_count.store(index + 1);
   return makeStream(device, kCreatedKind | (static_cast<StreamId>(index) << kKindBits));
@@ -172,11 +171,6 @@ OpenRegStream getStreamFromPool(int priority, DeviceIndex device) {
                                 (static_cast<StreamId>(index) << (kKindBits + kLevelBits)));
 }
 // DOC END: get-stream-from-pool
-
-OpenRegStream createOpenRegStream(int priority, DeviceIndex device) {
-  device = resolve(device);
-  return registerCreated(device, createOnDevice(device, priority));
-}
 
 OpenRegStream getStreamFromExternal(orStream_t handle, DeviceIndex device) {
   device = resolve(device);

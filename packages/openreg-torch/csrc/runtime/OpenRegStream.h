@@ -42,8 +42,6 @@ OPENREG_TORCH_API OpenRegStream getCurrentOpenRegStream(DeviceIndex device = -1)
 // Round-robin over the device's pool for the given priority (0 is the lowest; pass a
 // negative value for a higher priority, as with CUDA).
 OPENREG_TORCH_API OpenRegStream getStreamFromPool(int priority = 0, DeviceIndex device = -1);
-// A new stream that lives as long as the process (PyTorch copies stream ids freely).
-OPENREG_TORCH_API OpenRegStream createOpenRegStream(int priority = 0, DeviceIndex device = -1);
 // Makes `stream` current for its device on this thread; returns nothing, like CUDA.
 OPENREG_TORCH_API void setCurrentOpenRegStream(OpenRegStream stream);
 // The stream with the given native handle on `device` (for handles made by Python).
