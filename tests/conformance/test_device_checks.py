@@ -22,23 +22,20 @@ MIXED = {
     "where": lambda cpu, dev: torch.where(dev > 0, cpu, dev),
 }
 
-# The fallback runs CPU kernels on CPU aliases of the device tensors, so the kernels' own
-# same-device checks see CPU tensors only; prepare_stack only checks that the *openreg*
-# arguments agree. The copy fallback moves everything to the CPU the same way.
-MIXED_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="openreg fallback accepts non-scalar CPU tensors next to openreg ones (find_device "
-    "only compares openreg devices; the CPU kernel then sees CPU aliases only), so no "
-    "'Expected all tensors to be on the same device' error",
-)
-
-
 @pytest.mark.parametrize("name", sorted(MIXED))
-@MIXED_XFAIL
 def test_mixing_cpu_and_openreg_tensors_raises(name):
     cpu, dev = torch.randn(3, 4), torch.randn(3, 4, device=DEVICE)
-    with pytest.raises(RuntimeError, match="device"):
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device.*"
+                       "openreg:0 and cpu.*only 0-dim CPU tensors"):
         MIXED[name](cpu, dev)
+
+
+def test_cpu_indices_are_allowed_as_on_cuda():
+    dev = torch.arange(12.0, device=DEVICE).reshape(3, 4)
+    index = torch.tensor([2, 0])
+    torch.testing.assert_close(dev[index].cpu(), dev.cpu()[index])
+    dev[index] = torch.zeros(2, 4, device=DEVICE)
+    assert dev[[0, 2]].abs().sum().item() == 0
 
 
 COPY_MODE = os.environ.get("OPENREG_FALLBACK") == "copy"

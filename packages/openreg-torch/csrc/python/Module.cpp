@@ -67,8 +67,9 @@ PYBIND11_MODULE(_C, m) {
     return at::native::openreg::fallback_mode_name(at::native::openreg::fallback_mode());
   });
   m.def("_register_fallback_for", &at::native::openreg::register_fallback_for);
-  m.def("_route_structured_ops_to_fallback",
-        &at::native::openreg::route_structured_ops_to_fallback);
+  m.def("_register_direct_kernels", &at::native::openreg::register_direct_kernels);
+  m.def("_route_composite_ops_to_fallback",
+        &at::native::openreg::route_composite_ops_to_fallback);
   // Through at::globalContext(), as PyTorch's core reaches the hooks (used by tests).
   m.def("_has_primary_context", [](DeviceIndex device) {
     return at::globalContext().getAcceleratorHooksInterface(c10::kPrivateUse1)

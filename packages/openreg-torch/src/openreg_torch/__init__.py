@@ -27,7 +27,9 @@ __version__ = "0.1.0"
 __all__ = ["fallback", "get_include", "get_library_dir"]
 
 register_backend(openreg)
-# After every static registration is in place (see Fallback.h: route_structured...).
-_C._route_structured_ops_to_fallback()
+# After every static registration is in place, direct kernels first: operators that
+# have one are not routed again (see DirectKernel.h and Fallback.h).
+_C._register_direct_kernels()
+_C._route_composite_ops_to_fallback()
 
 from ._paths import get_include, get_library_dir  # noqa: E402

@@ -9,57 +9,37 @@
 #include <mutex>
 #include <string_view>
 
+#include "aten/native/CallDevice.h"
 #include "runtime/OpenRegGenerator.h"
 
 namespace at::native::openreg {
 namespace {
 
-void note_device(const at::Tensor& tensor, const c10::OperatorHandle& op,
-                 std::optional<c10::Device>& device) {
-  if (!tensor.defined() || tensor.device().type() != c10::kPrivateUse1) {
-    return;
-  }
-  if (!device.has_value()) {
-    device = tensor.device();
-    return;
-  }
-  TORCH_CHECK(*device == tensor.device(),
-              "Expected all tensors to be on the same device, but found at least two devices, ",
-              *device, " and ", tensor.device(), "! (when checking arguments of ",
-              op.schema().name(), ")");
-}
-
 // The device an operator runs on: that of its openreg tensors, or of a device argument
-// (factory functions), checking that all of them agree.
+// (factory functions), rejecting the mixes CUDA rejects (see CallDevice).
 std::optional<c10::Device> find_device(const c10::OperatorHandle& op,
                                        const torch::jit::Stack& arguments_end_at,
                                        size_t first) {
-  std::optional<c10::Device> device;
+  CallDevice device(op.schema().name());
   for (size_t index = first; index < arguments_end_at.size(); ++index) {
     const c10::IValue& value = arguments_end_at[index];
     if (value.isTensor()) {
-      note_device(value.toTensor(), op, device);
+      device.note_operand(value.toTensor());
     } else if (value.isTensorList()) {
       for (const at::Tensor& tensor : value.toTensorList()) {
-        note_device(tensor, op, device);
+        device.note_operand(tensor);
       }
-    } else if (value.isList()) {
+    } else if (value.isList()) {  // Tensor?[] indices
       for (const c10::IValue& element : value.toListRef()) {
         if (element.isTensor()) {
-          note_device(element.toTensor(), op, device);
+          device.note_index(element.toTensor());
         }
       }
+    } else if (value.isDevice()) {
+      device.note_device_argument(value.toDevice());
     }
   }
-  if (!device.has_value()) {
-    for (size_t index = first; index < arguments_end_at.size(); ++index) {
-      const c10::IValue& value = arguments_end_at[index];
-      if (value.isDevice() && value.toDevice().type() == c10::kPrivateUse1) {
-        device = value.toDevice();
-      }
-    }
-  }
-  return device;
+  return device.device();
 }
 
 // DOC START: generator-substitution
@@ -191,8 +171,52 @@ void register_fallback_for(const std::string& op_name, bool allow) {
 }
 // DOC END: selective-fallback
 
-// DOC START: route-structured
-size_t route_structured_ops_to_fallback() {
+namespace {
+
+// Whether a foreach call's tensors all live on one openreg device (CPU scalars aside).
+bool on_one_device(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  std::optional<c10::Device> device;
+  bool one = true;
+  auto note = [&](const at::Tensor& tensor) {
+    if (!tensor.defined() || (tensor.device().is_cpu() && tensor.dim() == 0)) {
+      return;
+    }
+    one = one && tensor.device().type() == c10::kPrivateUse1 &&
+          (!device.has_value() || *device == tensor.device());
+    device = tensor.device();
+  };
+  const size_t count = op.schema().arguments().size();
+  for (size_t index = stack.size() - count; index < stack.size(); ++index) {
+    const c10::IValue& value = stack[index];
+    if (value.isTensor()) {
+      note(value.toTensor());
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& tensor : value.toTensorList()) {
+        note(tensor);
+      }
+    }
+  }
+  return one;
+}
+
+// DOC START: foreach-fallback
+// Foreach operators: one fallback call for a whole list on one device, instead of one
+// per tensor. Lists spanning devices are allowed (as on CUDA, whose fast path also
+// needs one device): the CPU entry is PyTorch's composite per-tensor loop, and run on
+// the device tensors themselves, each tensor's operator dispatches to its own device.
+void foreach_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (on_one_device(op, *stack)) {
+    openreg_fallback(op, stack);
+  } else {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  }
+}
+// DOC END: foreach-fallback
+
+} // namespace
+
+// DOC START: route-composite
+size_t route_composite_ops_to_fallback() {
   static std::mutex mutex;
   static std::unique_ptr<torch::Library> library;
   static size_t routed = 0;
@@ -206,20 +230,33 @@ size_t route_structured_ops_to_fallback() {
   for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
     const auto op = dispatcher.findOp(name);
     if (!op.has_value() || name.name.rfind("aten::", 0) != 0 ||
-        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
-        !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
         op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
+      continue;
+    }
+    const bool cpu_kernel = op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
+    const bool composite =
+        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+    const bool foreach = name.name.rfind("aten::_foreach_", 0) == 0;
+    // mode.values: its composite rejects devices other than CPU, CUDA and XPU.
+    const bool device_checking_composite = name.name == "aten::mode" &&
+                                           name.overload_name == "values";
+    // The CPU's own kernel instead of the composite; foreach lists in one call.
+    const bool cpu_instead = composite && (cpu_kernel || device_checking_composite);
+    const bool whole_list = composite && foreach && !cpu_kernel;
+    if (!cpu_instead && !whole_list) {
       continue;
     }
     const std::string qualified = name.overload_name.empty()
         ? name.name : name.name + "." + name.overload_name;
     library->impl(qualified.c_str(),
-                  torch::CppFunction::makeFromBoxedFunction<&openreg_fallback>());
+                  whole_list ? torch::CppFunction::makeFromBoxedFunction<&foreach_fallback>()
+                             : torch::CppFunction::makeFromBoxedFunction<&openreg_fallback>());
     routed += 1;
   }
   return routed;
 }
-// DOC END: route-structured
+// DOC END: route-composite
 
 // DOC START: cpu-copy-fallback
 void cpu_copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {

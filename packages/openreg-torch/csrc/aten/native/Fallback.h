@@ -27,13 +27,23 @@ void openreg_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // `deny` makes it raise NotImplementedError even when everything else falls back.
 OPENREG_TORCH_API void register_fallback_for(const std::string& op_name, bool allow);
 
-// PyTorch serves structured operators (exp, add, sum, ...) on PrivateUse1 with a
-// generic composite that computes the output's metadata, allocates it, then calls the
-// operator's out= variant (which falls back). Running the CPU's own functional and
-// in-place kernels through the fallback instead builds the iterator once, not twice.
-// Registers the fallback per operator for every such aten operator (not in selective
-// mode, where nothing may fall back unless allowed). Returns how many were routed.
-OPENREG_TORCH_API size_t route_structured_ops_to_fallback();
+// PyTorch serves some operators on PrivateUse1 with a composite kernel although the CPU
+// has its own; running the CPU kernel through the fallback is faster or more exact:
+//   - structured operators (exp, add, sum...): the composite computes the output's
+//     metadata, allocates it, then calls the out= variant (which falls back); the CPU's
+//     functional and in-place kernels build their iterator once, not twice;
+//   - CompositeExplicitAutograd operators with a CPU kernel (native_layer_norm, addr,
+//     _stack...): the composite is a decomposition, not the CPU's numerics;
+//   - foreach operators: one call for the whole list instead of one per tensor.
+// Registers the fallback per operator for every such aten operator that has no openreg
+// kernel (not in selective mode, where nothing may fall back unless allowed). Returns
+// how many were routed.
+OPENREG_TORCH_API size_t route_composite_ops_to_fallback();
+
+// Registers direct (unboxed) kernels for the hottest operators (DirectKernels.cpp);
+// zero-copy mode only: the copy and selective modes keep the seed's behaviour for
+// every operator. Call before route_composite_ops_to_fallback. Returns how many.
+OPENREG_TORCH_API size_t register_direct_kernels();
 
 // The copy fallback of the seed documents: inputs are copied to the CPU, the CPU
 // kernel runs, results are copied back (at::native::cpu_fallback), after the

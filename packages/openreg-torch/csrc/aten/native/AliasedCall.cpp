@@ -1,0 +1,129 @@
+#include "aten/native/AliasedCall.h"
+
+#include "aten/native/DeviceKernel.h"
+#include "aten/native/KernelView.h"
+
+namespace at::native::openreg {
+namespace {
+
+template <typename Value>
+Value* find_storage(
+    c10::SmallVectorImpl<std::pair<const c10::StorageImpl*, Value>>& entries,
+    const c10::StorageImpl* key) {
+  for (auto& [stored, value] : entries) {
+    if (stored == key) {
+      return &value;
+    }
+  }
+  return nullptr;
+}
+
+} // namespace
+
+at::Tensor AliasedCall::alias(const at::Tensor& original) {
+  return make_alias(original, /*output=*/false);
+}
+
+at::Tensor AliasedCall::alias_output(const at::Tensor& original) {
+  return make_alias(original, /*output=*/true);
+}
+
+at::Tensor AliasedCall::make_alias(const at::Tensor& original, bool output) {
+  if (!original.defined() || original.device().type() != c10::kPrivateUse1) {
+    return original;  // CPU tensors go to the CPU kernel as they are
+  }
+  TORCH_CHECK(original.layout() == c10::kStrided, "openreg: ", op_name_, " got a ",
+              original.layout(), " tensor; openreg supports strided tensors only");
+  at::Tensor alias = kernel_alias(original, output ? routing_allocator() : nullptr);
+  aliased_.push_back({&original, alias, output});
+  return alias;
+}
+
+const at::Tensor* AliasedCall::original_over(const c10::StorageImpl* alias_storage) const {
+  for (const Aliased& entry : aliased_) {
+    if (entry.alias.storage().unsafeGetStorageImpl() == alias_storage) {
+      return entry.original;
+    }
+  }
+  return nullptr;
+}
+
+const at::Tensor* AliasedCall::original_of(const at::Tensor& alias) const {
+  for (const Aliased& entry : aliased_) {
+    if (entry.alias.unsafeGetTensorImpl() == alias.unsafeGetTensorImpl()) {
+      return entry.original;
+    }
+  }
+  return nullptr;
+}
+
+// DOC START: zero-copy-write-back
+// out= kernels may resize their output: the new memory (routed, so on the device)
+// moves into the device storage, and the new shape onto the device tensor.
+void AliasedCall::write_back() {
+  for (Aliased& entry : aliased_) {
+    if (!entry.output) {
+      continue;
+    }
+    c10::StorageImpl* alias_storage = entry.alias.storage().unsafeGetStorageImpl();
+    c10::StorageImpl* device_storage = entry.original->storage().unsafeGetStorageImpl();
+    if (alias_storage->data() != kernel_pointer(device_storage->data()) ||
+        alias_storage->nbytes() != device_storage->nbytes()) {
+      c10::DataPtr& moved = alias_storage->mutable_data_ptr();
+      if (moved.get() == nullptr) {
+        device_storage->set_data_ptr_noswap(c10::DataPtr(nullptr, device_));
+      } else {
+        TORCH_INTERNAL_ASSERT(is_routed(moved), "openreg: ", op_name_,
+                              " replaced an output's memory with host memory");
+        device_storage->set_data_ptr_noswap(adopt_routed(moved, device_.index()));
+      }
+      device_storage->set_nbytes(alias_storage->nbytes());
+    }
+    auto* impl = entry.original->unsafeGetTensorImpl();
+    if (impl->sizes() != entry.alias.sizes() || impl->strides() != entry.alias.strides() ||
+        impl->storage_offset() != entry.alias.storage_offset()) {
+      impl->set_sizes_and_strides(entry.alias.sizes(), entry.alias.strides(),
+                                  entry.alias.storage_offset());
+    }
+  }
+}
+// DOC END: zero-copy-write-back
+
+void AliasedCall::count_result(const at::Tensor& result) {
+  if (!result.defined() || result.layout() != c10::kStrided) {
+    return;  // sparse results have no storage; to_device() names the problem
+  }
+  const c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
+  if (size_t* count = find_storage(result_references_, storage)) {
+    *count += 1;
+  } else {
+    result_references_.emplace_back(storage, 1);
+  }
+}
+
+// DOC START: zero-copy-results
+at::Tensor AliasedCall::to_device(const at::Tensor& result) {
+  if (!result.defined() || result.device().type() != c10::kCPU) {
+    return result;
+  }
+  TORCH_CHECK(result.layout() == c10::kStrided, "openreg: ", op_name_, " produced a ",
+              result.layout(), " tensor; openreg supports strided tensors only");
+  const c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
+  // A view of an input: the same view of the device tensor.
+  if (const at::Tensor* original = original_over(storage)) {
+    return device_tensor_over(original->storage(), result);
+  }
+  // Several results may share one fresh storage: they share one device storage.
+  if (c10::Storage* adopted = find_storage(adopted_, storage)) {
+    return device_tensor_over(*adopted, result);
+  }
+  const size_t* references = find_storage(result_references_, storage);
+  if (auto adopted = adopt_storage(result.storage(), references ? *references : 1, device_)) {
+    adopted_.emplace_back(storage, *adopted);
+    return device_tensor_over(std::move(*adopted), result);
+  }
+  return to_device_result(result, device_);
+}
+// DOC END: zero-copy-results
+
+} // namespace at::native::openreg

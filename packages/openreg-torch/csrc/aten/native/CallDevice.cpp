@@ -1,0 +1,51 @@
+#include "aten/native/CallDevice.h"
+
+namespace at::native::openreg {
+
+void CallDevice::note_operand(const at::Tensor& tensor) {
+  if (!tensor.defined()) {
+    return;
+  }
+  if (tensor.device().type() != c10::kPrivateUse1) {
+    // CPU kernels accept 0-dim CPU scalars next to device tensors (as CUDA's do).
+    cpu_operand_with_dims_ = cpu_operand_with_dims_ || tensor.dim() != 0;
+    return;
+  }
+  note_index(tensor);
+}
+
+void CallDevice::note_index(const at::Tensor& tensor) {
+  if (!tensor.defined() || tensor.device().type() != c10::kPrivateUse1) {
+    return;
+  }
+  if (!tensor_device_.has_value()) {
+    tensor_device_ = tensor.device();
+    return;
+  }
+  TORCH_CHECK(*tensor_device_ == tensor.device(),
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              *tensor_device_, " and ", tensor.device(), "! (when checking arguments of ",
+              op_name_, ")");
+}
+
+void CallDevice::note_device_argument(c10::Device device) {
+  if (device.type() == c10::kPrivateUse1) {
+    argument_device_ = device;
+  }
+}
+
+// DOC START: call-device
+std::optional<c10::Device> CallDevice::device() const {
+  if (!tensor_device_.has_value()) {
+    return argument_device_;
+  }
+  TORCH_CHECK(!cpu_operand_with_dims_,
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              *tensor_device_, " and cpu! (when checking arguments of ", op_name_,
+              "; only 0-dim CPU tensors can be mixed with openreg tensors: move the others "
+              "with .to('", *tensor_device_, "'))");
+  return tensor_device_;
+}
+// DOC END: call-device
+
+} // namespace at::native::openreg

@@ -1,0 +1,164 @@
+"""Direct (unboxed) kernels for hot operators and the composite operators routed to
+the CPU's kernels: same results as the CPU, same rules as the fallback."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import openreg_torch
+
+DEV = "openreg"
+
+
+def kernel_file(op: str) -> str:
+    line = next(line for line in torch._C._dispatch_dump_table(op).splitlines()
+                if line.startswith("PrivateUse1:"))
+    return line
+
+
+def test_hot_ops_have_direct_kernels():
+    for op in ["aten::add.Tensor", "aten::add_.Tensor", "aten::mm", "aten::addcmul_",
+               "aten::native_layer_norm", "aten::nll_loss_forward"]:
+        assert "DirectKernels.cpp" in kernel_file(op), op
+
+
+def test_composite_ops_with_cpu_kernels_are_routed_to_the_fallback():
+    for op in ["aten::native_layer_norm_backward", "aten::addr", "aten::native_group_norm",
+               "aten::mode.values", "aten::_foreach_add_.List", "aten::all.dims_out"]:
+        line = kernel_file(op)
+        assert "Fallback.cpp" in line or "DirectKernels.cpp" in line, (op, line)
+
+
+def strided(*shape):
+    # A non-contiguous device tensor and its CPU twin.
+    cpu = torch.randn(*shape[:-1], shape[-1] * 2)[..., ::2]
+    return cpu, cpu.to(DEV)
+
+
+CASES = {
+    "add": lambda a, b: torch.add(a, b, alpha=0.5),
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / (b.abs() + 1),
+    "maximum": torch.maximum,
+    "where": lambda a, b: torch.where(a > 0, a, b),
+    "mm": lambda a, b: a @ b.t(),
+    "addmm": lambda a, b: torch.addmm(a[:, :1], a, b.t(), beta=0.5, alpha=2.0),
+    "bmm": lambda a, b: torch.bmm(a.unsqueeze(0), b.t().unsqueeze(0)),
+    "sum": lambda a, b: a.sum(1, keepdim=True) + b.mean(0),
+    "amax": lambda a, b: a.amax(0),
+    "unary": lambda a, b: a.exp() + b.abs().log() + b.abs().sqrt() + b.abs().add(1).rsqrt()
+    + (-a).relu() + a.tanh() + a.sigmoid() + F.gelu(a) + F.silu(b) + a.pow(2),
+    "softmax": lambda a, b: torch.softmax(a, 1) + torch.log_softmax(b, 0),
+    "layer_norm": lambda a, b: F.layer_norm(a, (a.shape[-1],)),
+    "nll": lambda a, b: F.cross_entropy(a, torch.arange(a.shape[0]).to(a.device) % a.shape[1]),
+    "index_select": lambda a, b: a.index_select(0, torch.tensor([2, 0]).to(a.device)),
+    "clamp_eq": lambda a, b: a.clamp_min(0) + (a == 0).float(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_direct_kernels_match_cpu_on_strided_inputs(name):
+    (a, a_dev), (b, b_dev) = strided(4, 5), strided(4, 5)
+    result = CASES[name](a_dev, b_dev)
+    assert result.device.type == DEV
+    torch.testing.assert_close(result.cpu(), CASES[name](a, b))
+
+
+@pytest.mark.parametrize("name", ["add", "mul", "unary", "softmax", "layer_norm", "nll"])
+def test_direct_kernels_gradients_match_cpu(name):
+    a, b = torch.randn(4, 5, requires_grad=True), torch.randn(4, 5, requires_grad=True)
+    a_dev = a.detach().to(DEV).requires_grad_()
+    b_dev = b.detach().to(DEV).requires_grad_()
+    CASES[name](a, b).sum().backward()
+    CASES[name](a_dev, b_dev).sum().backward()
+    torch.testing.assert_close(a_dev.grad.cpu(), a.grad)
+    if b.grad is not None:
+        torch.testing.assert_close(b_dev.grad.cpu(), b.grad)
+
+
+def test_in_place_direct_kernels_return_the_same_tensor():
+    x = torch.ones(3, 4, device=DEV)
+    view = x[:, 1:]
+    y = torch.full((3, 3), 2.0, device=DEV)
+    for update in [lambda: view.add_(y), lambda: view.mul_(y), lambda: view.addcmul_(y, y),
+                   lambda: view.addcdiv_(y, y), lambda: view.lerp_(y, 0.5),
+                   lambda: view.zero_(), lambda: view.fill_(7.0), lambda: view.relu_()]:
+        assert update() is view
+    assert x[:, 0].cpu().tolist() == [1.0, 1.0, 1.0]  # outside the view: untouched
+    assert view.cpu().unique().tolist() == [7.0]
+
+
+def test_direct_kernels_reject_mixed_devices():
+    a = torch.randn(3, device="openreg:0")
+    with pytest.raises(RuntimeError, match="openreg:0 and openreg:1"):
+        a + torch.randn(3, device="openreg:1")
+    with pytest.raises(RuntimeError, match="openreg:0 and cpu"):
+        a * torch.randn(3)
+    assert (a * torch.tensor(2.0)).device == a.device  # 0-dim CPU scalars are fine
+
+
+def test_direct_kernels_run_on_the_tensors_device():
+    x = torch.randn(4, 4, device="openreg:1")
+    assert torch.openreg.current_device() == 0
+    result = torch.mm(x, x)
+    assert result.device == x.device
+    assert torch.openreg.memory_allocated(1) >= result.numel() * 4
+    torch.testing.assert_close(result.cpu(), x.cpu() @ x.cpu())
+
+
+def test_foreach_ops_on_one_device_and_across_devices():
+    cpu = [torch.randn(5) for _ in range(4)]
+    for devices in (["openreg:0"] * 4, ["openreg:0", "openreg:1"] * 2):
+        dev = [t.to(d) for t, d in zip(cpu, devices)]
+        expected = torch._foreach_mul(cpu, 3.0)
+        results = torch._foreach_mul(dev, 3.0)
+        assert [r.device for r in results] == [t.device for t in dev]
+        torch._foreach_add_(dev, results, alpha=0.5)
+        for got, source, product in zip(dev, cpu, expected):
+            torch.testing.assert_close(got.cpu(), source + 0.5 * product)
+        norms = torch._foreach_norm(dev)
+        assert [n.device for n in norms] == [t.device for t in dev]
+
+
+def test_default_optimizers_use_foreach_and_match_cpu():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    twin = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    twin.load_state_dict(model.state_dict())
+    twin.to(DEV)
+    x, y = torch.randn(16, 6), torch.randn(16, 2)
+    # foreach is chosen by default on openreg (a foreach-capable device), not on the CPU.
+    for optimizer_type in (torch.optim.AdamW, torch.optim.SGD):
+        kwargs = {"lr": 0.01, "momentum": 0.9} if optimizer_type is torch.optim.SGD else {}
+        cpu_opt = optimizer_type(model.parameters(), **kwargs)
+        dev_opt = optimizer_type(twin.parameters(), **kwargs)
+        for _ in range(3):
+            for net, opt, inputs, target in ((model, cpu_opt, x, y),
+                                             (twin, dev_opt, x.to(DEV), y.to(DEV))):
+                opt.zero_grad()
+                F.mse_loss(net(inputs), target).backward()
+                opt.step()
+        for p_cpu, p_dev in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(p_dev.detach().cpu(), p_cpu.detach())
+
+
+def test_copy_and_selective_modes_have_no_direct_kernels(run_python):
+    for mode in ("copy", "selective"):
+        result = run_python(
+            """
+            import torch, openreg_torch
+            line = [l for l in torch._C._dispatch_dump_table("aten::add.Tensor").splitlines()
+                    if l.startswith("PrivateUse1:")]
+            print(openreg_torch._C._register_direct_kernels(), line)
+            """,
+            env={"OPENREG_FALLBACK": mode},
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith("0 ") and "DirectKernels.cpp" not in result.stdout
+
+
+def test_sparse_results_get_a_clear_error():
+    x = torch.randn(3, 3, device=DEV)
+    with pytest.raises(RuntimeError, match="openreg supports strided tensors only"):
+        x.to_sparse()
