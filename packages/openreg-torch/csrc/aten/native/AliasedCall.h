@@ -17,6 +17,7 @@
 #include <c10/core/Device.h>
 #include <c10/util/SmallVector.h>
 
+#include <optional>
 #include <string_view>
 
 #include "aten/native/AllocationRouting.h"
@@ -38,10 +39,15 @@ class AliasedCall {
   // The same for an output the kernel may resize (out=); see write_back().
   at::Tensor alias_output(const at::Tensor& original);
 
-  // Runs `kernel` stream-ordered on the device, its CPU allocations routed to it.
+  // Runs `kernel` stream-ordered on the device, its CPU allocations routed to it. A
+  // kernel without fresh results (in place) needs no routing: its scratch may stay in
+  // host memory, which is cheaper to allocate than device memory.
   template <typename Kernel>
-  void launch(Kernel&& kernel) {
-    const RouteAllocationsToDevice routing(device_.index());
+  void launch(Kernel&& kernel, bool route_allocations = true) {
+    std::optional<RouteAllocationsToDevice> routing;
+    if (route_allocations) {
+      routing.emplace(device_.index());
+    }
     c10::openreg::launch_kernel(c10::openreg::getCurrentOpenRegStream(device_.index()),
                                 std::forward<Kernel>(kernel));
   }

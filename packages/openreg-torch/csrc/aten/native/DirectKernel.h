@@ -164,14 +164,15 @@ struct DirectKernel<Op, Return(Args...)> {
           kernel_args);
     };
     if constexpr (std::is_void_v<Return>) {
-      call.launch(run_on_cpu);
+      call.launch(run_on_cpu, /*route_allocations=*/false);
     } else {
       // Return may be a reference (in-place) or hold references (out= tuples).
       std::optional<std::conditional_t<std::is_reference_v<Return>,
                                        std::reference_wrapper<std::remove_reference_t<Return>>,
                                        Return>>
           result;
-      call.launch([&] { result.emplace(run_on_cpu()); });
+      call.launch([&] { result.emplace(run_on_cpu()); },
+                  /*route_allocations=*/!std::is_reference_v<Return>);
       const auto& value = [&]() -> const auto& {
         if constexpr (std::is_reference_v<Return>) {
           return result->get();
