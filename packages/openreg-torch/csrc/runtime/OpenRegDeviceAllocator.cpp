@@ -4,7 +4,7 @@
 #include <c10/util/flat_hash_map.h>
 
 #include <array>
-#include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
@@ -12,6 +12,7 @@
 
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
+#include "runtime/OpenRegKernelLaunch.h"
 #include "runtime/OpenRegStream.h"
 
 namespace c10::openreg {
@@ -23,6 +24,7 @@ using c10::CachingAllocator::StatType;
 constexpr size_t kMinBlockSize = 512;           // every size is a multiple of this
 constexpr size_t kSmallSize = 1 << 20;          // requests up to 1 MiB: the small pool
 constexpr int kMaxDevices = 64;
+constexpr size_t kMaxAllocation = size_t(1) << 56;  // beyond any device; rounding stays exact
 
 struct Block {
   void* ptr = nullptr;
@@ -36,8 +38,15 @@ struct Block {
 struct PoolKey {
   orStream_t stream;
   size_t size;
-  bool operator<(const PoolKey& other) const {
-    return stream != other.stream ? stream < other.stream : size < other.size;
+  bool operator==(const PoolKey& other) const {
+    return stream == other.stream && size == other.size;
+  }
+};
+
+// Looked up on every allocation: a flat hash map, not an ordered tree.
+struct PoolKeyHash {
+  size_t operator()(const PoolKey& key) const {
+    return std::hash<const void*>()(key.stream) * 31 + key.size / kMinBlockSize;
   }
 };
 
@@ -73,12 +82,16 @@ class DeviceCache {
   explicit DeviceCache(DeviceIndex device) : device_(device) {}
 
   void* allocate(size_t nbytes, orStream_t stream) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (nbytes > kMaxAllocation) {  // e.g. a negative size seen as size_t: no rounding
+      stats_.num_ooms += 1;
+      throwOutOfMemory(nbytes);
+    }
     const size_t size = roundAllocationSize(nbytes);
-    std::lock_guard<std::mutex> lock(mutex_);
     processPendingFrees(/*wait=*/false);
     Block* block = takeCached(stream, size);
     if (block == nullptr) {
-      block = allocateFresh(nbytes, size);
+      block = allocateFresh(nbytes, size, lock);
       block->stream = stream;
     }
     block->requested = nbytes;
@@ -100,20 +113,27 @@ class DeviceCache {
     decrease(stats_.allocation, block->size, 1);
     decrease(stats_.allocated_bytes, block->size, block->size);
     decrease(stats_.requested_bytes, block->size, block->requested);
-    if (block->stream_uses.empty()) {
+    // DOC START: deferred-free
+    // Reuse on the block's own stream is safe only if it is ordered after every use.
+    // Work still queued on that stream, or a kernel of another thread already running
+    // on it (earlier in its order), could otherwise get the block while a pending use
+    // remains: then reuse waits for the stream to pass this point, as with other
+    // streams' uses (record_stream). A kernel freeing its own scratch needs no wait.
+    const bool own_stream_busy = block->stream != running_kernel_stream() &&
+                                 streamBusy(block->stream);
+    if (block->stream_uses.empty() && !own_stream_busy) {
       release(block);
-    } else {
-      // Other streams may still use it: reuse only after their current work is done.
-      const DeviceGuard guard(Device(kPrivateUse1, device_));
-      for (const Stream& use : block->stream_uses) {
-        orEvent_t event = nullptr;
-        OPENREG_CHECK(orEventCreateWithFlags(&event, orEventDisableTiming));
-        OPENREG_CHECK(orEventRecord(event, OpenRegStream(use).stream()));
-        block->pending_events.push_back(event);
-      }
-      block->stream_uses.clear();
-      pending_.push_back(block);
+      return;
     }
+    if (own_stream_busy) {
+      block->pending_events.push_back(recordEvent(block->stream));
+    }
+    for (const Stream& use : block->stream_uses) {
+      block->pending_events.push_back(recordEvent(OpenRegStream(use).stream()));
+    }
+    block->stream_uses.clear();
+    pending_.push_back(block);
+    // DOC END: deferred-free
   }
 
   void recordStream(void* ptr, Stream stream) {
@@ -126,12 +146,14 @@ class DeviceCache {
   }
 
   void emptyCache() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    releaseCached();
+    std::unique_lock<std::mutex> lock(mutex_);
+    releaseCached(lock);
   }
 
   DeviceStats stats() {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Deferred frees whose streams have moved on are free now, not at the next allocation.
+    processPendingFrees(/*wait=*/false);
     return stats_;
   }
 
@@ -173,13 +195,13 @@ class DeviceCache {
     return block;
   }
 
-  Block* allocateFresh(size_t nbytes, size_t size) {
+  Block* allocateFresh(size_t nbytes, size_t size, std::unique_lock<std::mutex>& lock) {
     void* ptr = nullptr;
     orError_t error = deviceMalloc(&ptr, size);
     if (error == orErrorMemoryAllocation) {
       // Give everything cached back to the device and try once more.
       stats_.num_alloc_retries += 1;
-      releaseCached();
+      releaseCached(lock);
       error = deviceMalloc(&ptr, size);
     }
     if (error == orErrorMemoryAllocation) {
@@ -223,6 +245,22 @@ class DeviceCache {
         " is reserved by PyTorch. The capacity is set by OPENREG_DEVICE_MEMORY.");
   }
 
+  static bool streamBusy(orStream_t stream) {
+    if (orStreamQuery(stream) == orErrorNotReady) {
+      (void)orGetLastError();  // an answer, not an error to leave for the next caller
+      return true;
+    }
+    return false;
+  }
+
+  orEvent_t recordEvent(orStream_t stream) {
+    const DeviceGuard guard(Device(kPrivateUse1, device_));
+    orEvent_t event = nullptr;
+    OPENREG_CHECK(orEventCreateWithFlags(&event, orEventDisableTiming));
+    OPENREG_CHECK(orEventRecord(event, stream));
+    return event;
+  }
+
   void release(Block* block) {
     decrease(stats_.active, block->size, 1);
     decrease(stats_.active_bytes, block->size, block->size);
@@ -255,28 +293,47 @@ class DeviceCache {
     }
   }
 
-  // Returns every cached block to the device. Work still queued on a stream may use
-  // a cached block, so the device is synchronised first, as cudaFree does.
-  void releaseCached() {
-    processPendingFrees(/*wait=*/true);
-    const DeviceGuard guard(Device(kPrivateUse1, device_));
-    OPENREG_CHECK(orDeviceSynchronize());
+  // DOC START: release-cached
+  // Returns every cached block to the device. Work still queued on a stream may use a
+  // cached block, so the device is synchronised first, as cudaFree does; but not under
+  // the lock: kernels running on other threads allocate and free while we wait. Blocks
+  // taken out of the cache first cannot be handed out again, and every use of them was
+  // issued before they were freed, hence before the synchronisation.
+  void releaseCached(std::unique_lock<std::mutex>& lock) {
+    std::vector<Block*> released;
     for (auto& [key, blocks] : cached_) {
       for (Block* block : blocks) {
-        OPENREG_CHECK(orFree(block->ptr));
-        stats_.num_device_free += 1;
         decrease(stats_.segment, block->size, 1);
         decrease(stats_.reserved_bytes, block->size, block->size);
-        delete block;
+        released.push_back(block);
       }
     }
     cached_.clear();
+    lock.unlock();
+    {
+      const DeviceGuard guard(Device(kPrivateUse1, device_));
+      OPENREG_CHECK(orDeviceSynchronize());
+      for (Block* block : released) {
+        OPENREG_CHECK(orFree(block->ptr));
+        delete block;
+      }
+    }
+    lock.lock();
+    stats_.num_device_free += released.size();
+    // Blocks held back by record_stream whose streams the synchronisation drained.
+    if (!pending_.empty()) {
+      processPendingFrees(/*wait=*/false);
+      if (!cached_.empty()) {
+        releaseCached(lock);
+      }
+    }
   }
+  // DOC END: release-cached
 
   const DeviceIndex device_;
   std::mutex mutex_;
   ska::flat_hash_map<void*, Block*> active_;
-  std::map<PoolKey, std::vector<Block*>> cached_;
+  ska::flat_hash_map<PoolKey, std::vector<Block*>, PoolKeyHash> cached_;
   std::vector<Block*> pending_;
   DeviceStats stats_;
 };

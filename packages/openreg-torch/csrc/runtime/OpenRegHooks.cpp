@@ -76,6 +76,8 @@ DeviceIndex OpenRegHooks::maybeExchangeDevice(DeviceIndex device) const {
 
 void OpenRegHooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const {
   TORCH_CHECK(storage.resizable(), "openreg: trying to resize a storage that is not resizable");
+  TORCH_CHECK(static_cast<int64_t>(new_bytes) >= 0, "openreg: cannot resize a storage to ",
+              static_cast<int64_t>(new_bytes), " bytes; the size must not be negative");
   const DeviceGuard guard(storage.device());
   c10::DataPtr fresh = storage.allocator()->allocate(new_bytes);
   const size_t kept = std::min(storage.nbytes(), new_bytes);

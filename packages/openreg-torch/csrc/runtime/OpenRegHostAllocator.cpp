@@ -74,6 +74,9 @@ class HostCache {
     if (it == blocks_.end()) {
       return;  // pinned by someone else: not ours to recycle
     }
+    // A buffer pinned once and reused for every batch would otherwise collect one event
+    // per copy: those whose copies are done go now.
+    destroyFinished(it->second.uses);
     const DeviceGuard guard(stream.device());
     orEvent_t event = nullptr;
     OPENREG_CHECK(orEventCreateWithFlags(&event, orEventDisableTiming));
@@ -118,17 +121,21 @@ class HostCache {
 
  private:
   // Blocks freed while copies were pending become reusable once those copies are done.
+  static void destroyFinished(std::vector<orEvent_t>& uses) {
+    for (auto it = uses.begin(); it != uses.end();) {
+      if (orEventQuery(*it) == orSuccess) {
+        OPENREG_CHECK(orEventDestroy(*it));
+        it = uses.erase(it);
+      } else {
+        (void)orGetLastError();
+        ++it;
+      }
+    }
+  }
+
   void reclaimFinished() {
     for (auto& [ptr, block] : blocks_) {
-      for (auto it = block.uses.begin(); it != block.uses.end();) {
-        if (orEventQuery(*it) == orSuccess) {
-          OPENREG_CHECK(orEventDestroy(*it));
-          it = block.uses.erase(it);
-        } else {
-          (void)orGetLastError();
-          ++it;
-        }
-      }
+      destroyFinished(block.uses);
     }
     for (auto it = awaiting_.begin(); it != awaiting_.end();) {
       HostBlock& block = blocks_.at(*it);

@@ -1,5 +1,7 @@
 #include "runtime/OpenRegStream.h"
 
+#include "runtime/OpenRegKernelLaunch.h"
+
 #include <c10/core/DeviceGuard.h>
 
 #include <array>
@@ -193,6 +195,22 @@ void setCurrentOpenRegStream(OpenRegStream stream) {
 
 std::ostream& operator<<(std::ostream& out, const OpenRegStream& stream) {
   return out << stream.unwrap();
+}
+
+namespace {
+thread_local orStream_t running_stream = nullptr;
+} // namespace
+
+orStream_t running_kernel_stream() {
+  return running_stream;
+}
+
+RunningKernel::RunningKernel(orStream_t stream) : previous_(running_stream) {
+  running_stream = stream;
+}
+
+RunningKernel::~RunningKernel() {
+  running_stream = previous_;
 }
 
 } // namespace c10::openreg

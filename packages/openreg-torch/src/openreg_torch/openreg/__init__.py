@@ -89,6 +89,8 @@ class device_of(device):
     """Make the device of tensor `obj` current (no-op for CPU tensors)."""
 
     def __init__(self, obj: torch.Tensor):
+        if not isinstance(obj, torch.Tensor):
+            raise TypeError(f"device_of expects a tensor, got {type(obj).__name__}")
         super().__init__(obj.get_device() if obj.device.type == "openreg" else -1)
 
 

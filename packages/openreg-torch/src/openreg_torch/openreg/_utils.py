@@ -12,7 +12,11 @@ def _device_index(device: _DeviceLike, lazy: bool = True) -> int:
     """The index `device` names: an int, "openreg", "openreg:1", torch.device or None
     (the current device). Anything on another device type is a ValueError."""
     if isinstance(device, str):
-        device = torch.device(device)
+        try:
+            device = torch.device(device)
+        except RuntimeError:  # torch's message lists device types, naming us privateuseone
+            raise ValueError(f"Expected an openreg device, got {device!r}: valid are 'openreg' "
+                             f"and 'openreg:N', N in 0..{_C._get_device_count() - 1}") from None
     if isinstance(device, torch.device):
         if device.type != "openreg":
             raise ValueError(f"Expected an openreg device, got {device}")

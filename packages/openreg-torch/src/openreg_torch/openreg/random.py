@@ -43,6 +43,9 @@ def get_rng_state_all() -> list[torch.Tensor]:
 
 def set_rng_state(new_state: torch.Tensor, device="openreg") -> None:
     state = new_state.clone(memory_format=torch.contiguous_format)
+    # Device generators wrap a CPU one: a throwaway CPU generator rejects a bad state now,
+    # with the same message, rather than when a queued call replays at initialisation.
+    torch.Generator().set_state(state)
     index = _device_index(device)
     _lazy_call(lambda: _C._get_default_generator(index).set_state(state))
 
@@ -52,10 +55,23 @@ def set_rng_state_all(new_states: Iterable[torch.Tensor]) -> None:
         set_rng_state(state, index)
 
 
+def _seed_value(seed: int) -> int:
+    """`seed` as an int the generators accept, checked now: a queued call that failed at
+    initialisation would make the first use of openreg raise instead."""
+    try:
+        value = int(seed)
+    except (TypeError, ValueError) as error:  # same types as torch.cuda.manual_seed raises
+        raise type(error)(f"openreg: a seed must be an integer, got {seed!r}") from None
+    if not -(2**63) <= value < 2**64:
+        raise ValueError(f"openreg: seed {value} is out of range: seeds are integers in "
+                         f"[-2**63, 2**64 - 1]")
+    return value
+
+
 # DOC START: manual-seed
 def manual_seed(seed: int) -> None:
     """Seed the current device's generator. Queued if openreg is not initialised yet."""
-    seed = int(seed)
+    seed = _seed_value(seed)
     index = _device_index(None, lazy=False)
     _lazy_call(lambda: _C._get_default_generator(index).manual_seed(seed))
 # DOC END: manual-seed
@@ -63,7 +79,7 @@ def manual_seed(seed: int) -> None:
 
 def manual_seed_all(seed: int) -> None:
     """Seed every device's generator (torch.manual_seed calls this)."""
-    seed = int(seed)
+    seed = _seed_value(seed)
 
     def seed_all_devices() -> None:
         for index in range(_C._get_device_count()):

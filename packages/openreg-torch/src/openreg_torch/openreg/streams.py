@@ -101,11 +101,12 @@ class Event(torch.Event):
 
     def record(self, stream: torch.Stream | None = None) -> None:
         """Record the event on `stream` (the current stream when None)."""
-        super().record(current_stream() if stream is None else stream)
+        super().record(current_stream() if stream is None else _checked(stream, "Event.record"))
 
     def wait(self, stream: torch.Stream | None = None) -> None:
         """Make future work on `stream` (the current stream when None) wait for the event."""
-        super().wait(current_stream() if stream is None else stream)
+        # torch.Event.wait silently accepts an int or a CPU stream: check here.
+        super().wait(current_stream() if stream is None else _checked(stream, "Event.wait"))
 
     # DOC START: event-elapsed-time
     def elapsed_time(self, end_event: torch.Event) -> float:
@@ -122,6 +123,16 @@ class Event(torch.Event):
         if self.event_id:
             return f"<torch.openreg.Event {self.event_id:#x}>"
         return "<torch.openreg.Event uninitialized>"
+
+
+def _checked(stream: object, caller: str) -> torch.Stream:
+    """`stream` if it is an openreg torch.Stream; otherwise an error naming what it got."""
+    if not isinstance(stream, torch.Stream):
+        raise TypeError(f"{caller} expects an openreg stream (torch.openreg.Stream, "
+                        f"torch.openreg.current_stream(), ...), got {stream!r}")
+    if stream.device.type != "openreg":
+        raise ValueError(f"{caller} expects an openreg stream, got a stream on {stream.device}")
+    return stream
 
 
 def _wrap(stream_data: tuple[int, int, int]) -> Stream:
@@ -146,6 +157,7 @@ def set_stream(stream: torch.Stream | None) -> None:
     Prefer the `stream()` context manager, which restores both."""
     if stream is None:
         return
+    _checked(stream, "set_stream")
     _lazy_init()
     _C._set_stream(stream.stream_id, stream.device_index, stream.device_type)
 
@@ -184,7 +196,7 @@ class StreamContext:
 
 def stream(stream: torch.Stream | None) -> StreamContext:
     """`with torch.openreg.stream(s):` issues the block's device work on `s`."""
-    return StreamContext(stream)
+    return StreamContext(None if stream is None else _checked(stream, "stream"))
 
 
 # DOC START: stream-hold
