@@ -133,3 +133,13 @@ class _DeviceProperties:
         return (f"_OpenRegDeviceProperties(name='{self.name}', major={self.major}, "
                 f"minor={self.minor}, total_memory={self.total_memory // 2**20}MB, "
                 f"multi_processor_count={self.multi_processor_count})")
+
+
+def __getattr__(name: str) -> Any:
+    # torch.utils.checkpoint reads `torch.<device>._initialized` to decide whether to
+    # save and restore the device RNG state: a live view of the lazy-init flag.
+    if name == "_initialized":
+        from . import _lazy
+
+        return _lazy._initialized
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
