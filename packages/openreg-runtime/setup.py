@@ -4,6 +4,9 @@ pybind11 extension openreg_runtime._C that links it through $ORIGIN/lib.
 Both are setuptools extensions so pip builds them into the wheel; a small
 build_ext subclass gives the library its real name and location and builds
 it first. Unchanged sources are not recompiled on re-runs.
+
+OPENREG_SANITIZE=1 builds both with AddressSanitizer and UBSan instead, in a
+separate build directory (see the py311-sanitize tox env).
 """
 
 import os
@@ -22,6 +25,21 @@ LIBRARY = "openreg_runtime.lib.libopenreg"
 ParallelCompile("NPY_NUM_BUILD_JOBS", default=2).install()
 
 FLAGS = ["-std=c++17", "-O2", "-g0", "-Wall", "-Wextra"]
+LINK_FLAGS = []
+MACROS = []
+
+# OPENREG_SANITIZE=1 (the py311-sanitize tox env) builds both libraries with
+# AddressSanitizer and UBSan; UBSan findings abort instead of warning and
+# going on. -O1 -g keep reports readable (line numbers, few inlined frames).
+# Python's own CFLAGS carry -fwrapv, which makes signed overflow defined and
+# so invisible to UBSan: undo it here. Later flags win over earlier ones.
+SANITIZE = os.environ.get("OPENREG_SANITIZE", "0") not in ("", "0")
+if SANITIZE:
+    sanitizers = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+    FLAGS += ["-O1", "-g", "-fno-omit-frame-pointer", "-fno-wrapv", *sanitizers]
+    LINK_FLAGS += sanitizers
+    # Compiles the deliberate bugs the sanitizer tests trigger (SanitizerSelfTest.cpp).
+    MACROS += [("OPENREG_SANITIZER_SELFTEST", "1")]
 
 
 def rel(paths):
@@ -29,7 +47,10 @@ def rel(paths):
     return sorted(os.path.relpath(p, HERE) for p in paths)
 
 
-HEADERS = rel([*CSRC.glob("*.h"), *CSRC.glob("python/*.h"), INCLUDE / "openreg/openreg.h"])
+# setup.py too: setuptools rebuilds an extension only when one of these is
+# newer than it, and an edit to the flags here must count as a change.
+DEPENDS = rel([*CSRC.glob("*.h"), *CSRC.glob("python/*.h"), INCLUDE / "openreg/openreg.h",
+               HERE / "setup.py"])
 
 library = Extension(
     LIBRARY,
@@ -41,8 +62,9 @@ library = Extension(
         "-Wl,-soname,libopenreg.so",
         f"-Wl,--version-script={CSRC / 'libopenreg.map'}",
         "-pthread",
+        *LINK_FLAGS,
     ],
-    depends=HEADERS + rel([CSRC / "libopenreg.map"]),
+    depends=DEPENDS + rel([CSRC / "libopenreg.map"]),
     language="c++",
 )
 
@@ -51,9 +73,10 @@ bindings = Pybind11Extension(
     sources=rel(CSRC.glob("python/*.cpp")),
     include_dirs=[str(INCLUDE)],
     libraries=["openreg"],
+    define_macros=MACROS,
     extra_compile_args=FLAGS,
-    extra_link_args=["-Wl,-rpath,$ORIGIN/lib"],
-    depends=HEADERS,
+    extra_link_args=["-Wl,-rpath,$ORIGIN/lib", *LINK_FLAGS],
+    depends=DEPENDS,
     cxx_std=17,
 )
 
@@ -87,6 +110,10 @@ class BuildExt(build_ext):
 
 # scripts/install_packages.py keeps one build directory per environment.
 build_dir = os.environ.get("OPENREG_BUILD_DIR")
+if SANITIZE:
+    # Up-to-date outputs are reused whatever flags built them: sanitized and
+    # normal builds must never share a directory.
+    build_dir = (build_dir or "build") + "-sanitize"
 setup(
     ext_modules=[library, bindings],
     cmdclass={"build_ext": BuildExt},

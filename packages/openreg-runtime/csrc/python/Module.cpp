@@ -36,4 +36,5 @@ PYBIND11_MODULE(_C, m) {
   bindMemory(m);
   bindStreams(m);
   bindEvents(m);
+  bindSanitizerSelfTest(m);
 }
