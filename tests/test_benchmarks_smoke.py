@@ -4,19 +4,19 @@ Ratios are not asserted: they depend on the machine and its load.
 """
 
 import json
-import subprocess
 import sys
 from pathlib import Path
+
+from openreg_torch.testing import run_process
 
 RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
 WORKLOADS = ["add_1elem", "empty_cached"]
 
 
 def test_quick_run_writes_results(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, str(RUN), "--quick", "--only", ",".join(WORKLOADS),
-         "--results-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
+    proc = run_process(
+        [sys.executable, RUN, "--quick", "--only", ",".join(WORKLOADS), "--results-dir", tmp_path],
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in WORKLOADS:
@@ -49,9 +49,9 @@ def test_quick_run_writes_results(tmp_path):
 
 
 def test_unknown_workload_is_rejected(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, str(RUN), "--only", "no_such_workload", "--results-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=120,
+    proc = run_process(
+        [sys.executable, RUN, "--only", "no_such_workload", "--results-dir", tmp_path],
+        timeout=120,
     )
     assert proc.returncode == 2
     assert "no_such_workload" in proc.stderr

@@ -37,3 +37,20 @@ def test_pinned_tensor_is_runtime_host_memory():
     pinned = torch.ones(16).pin_memory()
     attributes = openreg_runtime.pointer_attributes(pinned.data_ptr())
     assert attributes.type == openreg_runtime.MemoryType.HOST
+
+
+def test_runtime_tests_run_children_under_the_same_policy(monkeypatch):
+    # The runtime's tests cannot import openreg_torch.testing (no torch in py311-sanitize)
+    # and keep a copy of its subprocess policy: the copies must not drift apart.
+    import runtime_helpers
+
+    from openreg_torch import testing
+
+    assert runtime_helpers.ENV_PASSED_ON == testing.ENV_PASSED_ON
+    assert runtime_helpers.ENV_PASSED_ON_PREFIXES == testing.ENV_PASSED_ON_PREFIXES
+    assert runtime_helpers.ENV_SET == testing.ENV_SET
+    monkeypatch.setenv("OPENREG_SOME_SETTING", "1")
+    monkeypatch.setenv("SOME_SHELL_SETTING", "1")
+    calls = [{}, {"PATH": None, "EXTRA": "1", "OPENREG_SOME_SETTING": "2"}]
+    for env in calls:
+        assert runtime_helpers.child_env(env) == testing.child_env(env)

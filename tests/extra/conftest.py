@@ -8,9 +8,6 @@ environment fails instead of silently testing the other state. Without the varia
 
 import importlib.metadata
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
@@ -31,16 +28,3 @@ def expect_extra() -> bool:
     if declared not in ("0", "1"):
         raise pytest.UsageError(f"OPENREG_EXPECT_EXTRA must be 0 or 1, got {declared!r}")
     return declared == "1"
-
-
-@pytest.fixture
-def run_python(tmp_path):
-    """Run a script in a fresh interpreter: the state after a plain `import torch`."""
-
-    def run(code: str, env: dict[str, str] | None = None, timeout: float = 120):
-        script = tmp_path / "script.py"
-        script.write_text(textwrap.dedent(code))
-        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                              env=dict(os.environ, **(env or {})), timeout=timeout)
-
-    return run

@@ -4,11 +4,10 @@ active; not installed, nothing of it exists and torch.abs on openreg still works
 meant to be in (see conftest.py); run under tox in both states."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+
+from openreg_torch.testing import run_python
 
 PROBE = """
 import importlib.metadata, importlib.util, json, sys
@@ -32,12 +31,9 @@ print(json.dumps(state))
 
 
 @pytest.fixture(scope="module")
-def state(tmp_path_factory):
-    script = tmp_path_factory.mktemp("probe") / "probe.py"
-    script.write_text(PROBE)
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_DEVICE_BACKEND_AUTOLOAD"}
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                            env=env, timeout=120)
+def state():
+    # TORCH_DEVICE_BACKEND_AUTOLOAD unset, as in a user's shell.
+    result = run_python(PROBE, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": None})
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -67,7 +63,7 @@ def test_abs_route(state, expect_extra):
         assert "openreg-torch" in state["abs_out_source"]
 
 
-def test_abs_results_match_cpu(run_python):
+def test_abs_results_match_cpu():
     result = run_python(
         """
         import torch
@@ -90,7 +86,7 @@ def test_abs_results_match_cpu(run_python):
     assert result.stdout.strip() == "ok"
 
 
-def test_custom_abs_use(run_python, expect_extra):
+def test_custom_abs_use(expect_extra):
     result = run_python(
         """
         import torch

@@ -6,7 +6,6 @@ settings pass through the environment too (OPENREG_SOAK_THREADS, OPENREG_SOAK_SE
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import threading
@@ -16,23 +15,19 @@ from pathlib import Path
 import pytest
 import torch
 
+from openreg_torch.testing import ChildTimeout, run_process
+
 SOAK = Path(__file__).with_name("soak.py")
 SECONDS = float(os.environ.get("OPENREG_SOAK_SECONDS", "3"))
-
-
-def output_of(stream) -> str:
-    return stream.decode(errors="replace") if isinstance(stream, bytes) else stream or ""
 
 
 def run_script(args: list[str], env: dict[str, str], timeout: float):
     """Run a script in a fresh interpreter: a crash, a hang or a failed check is a test
     failure that shows the script's output."""
     try:
-        result = subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                                env=dict(os.environ, **env), timeout=timeout)
-    except subprocess.TimeoutExpired as error:
-        pytest.fail(f"still running after {timeout:.0f} s (its own watchdog did not end it)\n"
-                    f"stdout:\n{output_of(error.stdout)}\nstderr:\n{output_of(error.stderr)}")
+        result = run_process([sys.executable, *args], env, timeout)
+    except ChildTimeout as error:
+        pytest.fail(f"its own watchdog did not end it: {error}")
     assert result.returncode == 0, (
         f"exit status {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
     return result

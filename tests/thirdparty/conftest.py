@@ -8,8 +8,9 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
-import torch
+# Autouse: tests that switch devices (checkpoint loading onto openreg:1) get the current
+# device and streams put back.
+from openreg_torch.testing.fixtures import restore_device_and_streams  # noqa: F401
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -19,10 +20,3 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
-
-
-@pytest.fixture(autouse=True)
-def restore_current_device():
-    """Tests that switch devices (checkpoint loading onto openreg:1) leave device 0 current."""
-    yield
-    torch.openreg.set_device(0)

@@ -2,13 +2,13 @@
 
 import importlib.metadata
 import shutil
-import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
 import openreg_ops_extra
+from openreg_torch.testing import run_process
 
 
 def test_version_and_dependencies():
@@ -27,8 +27,9 @@ def test_torch_backends_entry_point():
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="needs binutils' readelf")
 def test_extension_links_its_siblings_through_relative_rpaths():
     extension = Path(openreg_ops_extra._C.__file__)
-    dynamic = subprocess.run(["readelf", "-d", str(extension)], capture_output=True,
-                             text=True, check=True).stdout
+    readelf = run_process(["readelf", "-d", extension], timeout=60)
+    assert readelf.returncode == 0, readelf.stderr
+    dynamic = readelf.stdout
     assert "[libopenreg_torch.so]" in dynamic and "[libopenreg.so]" in dynamic
     runpath = next(line for line in dynamic.splitlines() if "RUNPATH" in line or "RPATH" in line)
     assert "$ORIGIN/../openreg_torch/lib" in runpath

@@ -3,12 +3,12 @@
 import ctypes
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import openreg_runtime as rt
+from runtime_helpers import run_process
 
 HEADER = Path(rt.get_include()) / "openreg" / "openreg.h"
 LIBRARY = Path(rt.get_library_dir()) / "libopenreg.so"
@@ -33,7 +33,8 @@ def test_every_declared_function_is_exported():
 
 @pytest.mark.skipif(shutil.which("nm") is None, reason="needs nm")
 def test_only_the_c_api_is_exported():
-    out = subprocess.run(["nm", "-D", "--defined-only", str(LIBRARY)], capture_output=True, text=True, check=True)
+    out = run_process(["nm", "-D", "--defined-only", LIBRARY], timeout=60)
+    assert out.returncode == 0, out.stderr
     exported = {line.split()[-1] for line in out.stdout.splitlines()}
     assert exported == declared_functions()
 
@@ -74,12 +75,13 @@ def test_header_is_plain_c_and_links(tmp_path):
     src = tmp_path / "client.c"
     src.write_text(C_CLIENT)
     exe = tmp_path / "client"
-    subprocess.run(
-        ["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", str(src),
+    compiled = run_process(
+        ["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", src,
          f"-I{rt.get_include()}", f"-L{rt.get_library_dir()}", "-lopenreg",
-         f"-Wl,-rpath,{rt.get_library_dir()}", "-o", str(exe)],
-        check=True,
+         f"-Wl,-rpath,{rt.get_library_dir()}", "-o", exe],
+        timeout=120,
     )
-    out = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+    out = run_process([exe], timeout=60)
     assert out.returncode == 0, out
     assert out.stdout == "from C 1000 orErrorInvalidDevice\n"

@@ -1,30 +1,5 @@
-import os
-import subprocess
-import sys
-import textwrap
+"""Fixtures of openreg-torch's tests, from the shared test support (openreg_torch.testing):
+`run_python` runs a script in a fresh interpreter under its environment policy, and every
+test ends with the current device and streams it started with."""
 
-import pytest
-import torch
-
-
-@pytest.fixture
-def run_python(tmp_path):
-    """Run a Python script in a fresh interpreter (for env-dependent or fatal cases)."""
-
-    def run(code: str, env: dict[str, str] | None = None, timeout: float = 120):
-        script = tmp_path / "script.py"
-        script.write_text(textwrap.dedent(code))
-        full_env = dict(os.environ, **(env or {}))
-        return subprocess.run(
-            [sys.executable, str(script)],
-            capture_output=True, text=True, env=full_env, timeout=timeout,
-        )
-
-    return run
-
-
-@pytest.fixture(autouse=True)
-def restore_current_device():
-    torch.openreg.set_device(0)
-    yield
-    torch.openreg.set_device(0)
+from openreg_torch.testing.fixtures import restore_device_and_streams, run_python  # noqa: F401

@@ -4,6 +4,8 @@ convolutions, scaled dot-product attention (and the Transformer layers), FFTs.""
 import torch
 from torch import nn
 
+from openreg_torch.testing import assert_matches_cpu
+
 
 def train_steps(model_fn, data_fn, device, steps=5):
     torch.manual_seed(0)
@@ -58,18 +60,15 @@ def test_transformer_encoder_layer_trains_like_cpu():
 
 
 def test_sdpa_uses_the_cpu_choice_and_matches_exactly():
-    q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
-    expected = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-    actual = nn.functional.scaled_dot_product_attention(
-        *(t.to("openreg") for t in (q, k, v)), is_causal=True)
-    torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
+    def attention(q, k, v):
+        return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    assert_matches_cpu(attention, *(torch.randn(2, 4, 16, 8) for _ in range(3)), rtol=0, atol=0)
 
 
 def test_fft_complex_round_trip():
     signal = torch.randn(4, 64)
-    spectrum = torch.fft.rfft(signal.to("openreg"))
+    _, spectrum = assert_matches_cpu(torch.fft.rfft, signal)
     assert spectrum.dtype == torch.complex64 and spectrum.device.type == "openreg"
-    torch.testing.assert_close(spectrum.cpu(), torch.fft.rfft(signal))
     torch.testing.assert_close(torch.fft.irfft(spectrum, n=64).cpu(), signal, atol=1e-5, rtol=1e-5)
-    complex_input = torch.randn(8, dtype=torch.complex64)
-    torch.testing.assert_close(torch.fft.fft(complex_input.to("openreg")).cpu(), torch.fft.fft(complex_input))
+    assert_matches_cpu(torch.fft.fft, torch.randn(8, dtype=torch.complex64))

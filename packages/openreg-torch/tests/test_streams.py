@@ -18,14 +18,6 @@ from openreg_torch.openreg.streams import _hold, _sleep
 openreg = torch.openreg
 
 
-@pytest.fixture(autouse=True)
-def restore_current_streams():
-    yield
-    for index in range(openreg.device_count()):
-        openreg.set_stream(openreg.default_stream(index))
-    openreg.set_device(0)
-
-
 def pinned(values):
     return torch.as_tensor(values, dtype=torch.float32).pin_memory()
 
