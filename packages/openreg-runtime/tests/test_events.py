@@ -10,25 +10,47 @@ from openreg_runtime import _C
 from runtime_helpers import raises, requires_two_devices
 
 
+# Timing bounds come from causality, not from how fast the machine is: both stamps are
+# taken between two readings of the host's clock (the same monotonic clock), so the
+# elapsed time lies between what the host saw happen in between. A stamp is cut to whole
+# microseconds and the result is a float: CLOCK_SLACK_MS covers both.
+CLOCK_SLACK_MS = 0.002
+
+
+def host_ms(start_ns: int, end_ns: int) -> float:
+    return (end_ns - start_ns) / 1e6
+
+
 def test_elapsed_time_of_a_sleeping_host_func():
     s = rt.Stream()
     start, end = rt.Event(enable_timing=True), rt.Event(enable_timing=True)
+    before = time.monotonic_ns()
     start.record(s)
     s.launch_host_func(lambda: time.sleep(0.05))
     end.record(s)
     end.synchronize()
+    after = time.monotonic_ns()
     ms = start.elapsed_time(end)
-    assert 40 <= ms < 1000
+    # The sleep lies between the stamps; the stamps lie between `before` and `after`
+    # (which also proves the unit is milliseconds).
+    assert 50 - CLOCK_SLACK_MS <= ms <= host_ms(before, after) + CLOCK_SLACK_MS
     assert end.elapsed_time(start) == pytest.approx(-ms)
 
 
 def test_idle_records_complete_at_once():
+    # On an idle stream a record completes, and is stamped, within the call.
     start, end = rt.Event(enable_timing=True), rt.Event(enable_timing=True)
+    before_start = time.monotonic_ns()
     start.record()
-    time.sleep(0.02)
+    after_start = time.monotonic_ns()
+    time.sleep(0.02)  # something to measure, not a wait for anything
+    before_end = time.monotonic_ns()
     end.record()
+    after_end = time.monotonic_ns()
     assert start.query() and end.query()
-    assert 15 <= start.elapsed_time(end) < 1000
+    ms = start.elapsed_time(end)
+    assert host_ms(after_start, before_end) - CLOCK_SLACK_MS <= ms
+    assert ms <= host_ms(before_start, after_end) + CLOCK_SLACK_MS
 
 
 def test_query_and_synchronize():

@@ -175,12 +175,21 @@ def test_kernel_waits_for_queued_async_work():
     h = rt.malloc_host(1 << 20)
     ctypes.memset(h, 0x77, 1 << 20)
     log = []
-    s.launch_host_func(lambda: (time.sleep(0.2), log.append("slow host func")))
+    gate, launching = threading.Event(), threading.Event()
+    s.launch_host_func(lambda: (gate.wait(), log.append("gated host func")))
     rt.memcpy_async(p, h, 1 << 20, rt.MemcpyKind.HOST_TO_DEVICE, s)  # pinned: queued
-    assert log == [] and not s.query()
+    assert log == [] and not s.query()  # the gate is closed: provably pending
+    # Another thread opens the gate once this one starts launching; it needs the GIL,
+    # which launch_kernel gives up while it waits, so in practice the kernel is issued
+    # while the host func still holds the stream (a kernel that did not wait would see
+    # neither the log nor the bytes). Either way it must run after both.
+    opener = threading.Thread(target=lambda: (launching.wait(), gate.set()))
+    opener.start()
     seen = []
+    launching.set()
     s.launch_kernel(lambda: seen.append((list(log), ctypes.string_at(k + (1 << 20) - 4, 4))))
-    assert seen == [(["slow host func"], b"\x77" * 4)]
+    opener.join()
+    assert seen == [(["gated host func"], b"\x77" * 4)]
     assert s.query()  # the kernel was the last work
     rt.free(p)
     rt.free_host(h)
@@ -264,11 +273,14 @@ def test_stream_cannot_destroy_itself():
 def test_wait_event_orders_streams():
     a, b = rt.Stream(), rt.Stream()
     log = []
-    a.launch_host_func(lambda: (time.sleep(0.15), log.append("a")))
+    gate = threading.Event()
+    a.launch_host_func(lambda: (gate.wait(), log.append("a")))
     e = rt.Event()
     e.record(a)
     b.wait_event(e)
     b.launch_host_func(lambda: log.append("b"))
+    assert not b.query()  # b waits for a, which waits for the gate
+    gate.set()
     b.synchronize()
     assert log == ["a", "b"]
 
@@ -321,12 +333,19 @@ def test_async_copy_with_pageable_memory_waits_in_stream_order():
     rt.free(p)
 
 
-def test_launch_kernel_idle_cost():
-    # The per-op overhead PyTorch pays; target < 200 ns, bound loose for CI.
+def test_launch_kernel_on_an_idle_stream_is_an_inline_call():
+    # Why the per-op overhead PyTorch pays is small: on an idle stream, the default one
+    # included, a kernel is a plain call on the launching thread, finished when the launch
+    # returns, with no hand-off to the stream's worker. (Its cost in ns is measured by
+    # bench/bench_runtime.py, not asserted here: a time limit would fail on a loaded machine.)
     s = rt.Stream()
-    for handle in (0, s.handle):
-        cost = min(_C._bench_launch_kernel(handle, 100_000) for _ in range(5))
-        assert cost < 1000, f"orLaunchKernel on an idle stream costs {cost:.0f} ns"
+    for stream in (rt.Stream.default(), s):
+        assert stream.query()
+        ran = []
+        stream.launch_kernel(lambda: ran.append(threading.get_ident()))
+        assert ran == [threading.get_ident()]
+        assert stream.query()
+        assert _C._bench_launch_kernel(stream.handle, 1000) > 0  # the benchmark's call works
 
 
 def test_plain_create_calls():
