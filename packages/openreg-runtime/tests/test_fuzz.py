@@ -11,7 +11,9 @@ and the runtime's accounting (mem_get_info) matches the live allocations.
 Everything is checked by address, as the runtime does: a freed pointer may
 come back from a later malloc, and then it is valid again.
 
-OPENREG_FUZZ_PROFILE=long explores far more (minutes) than the default run.
+How much it explores is the hypothesis profile's (see conftest.py at the root): the
+default run is derandomized and short; HYPOTHESIS_PROFILE=long (tox -e py311-fuzz) is
+random and explores far more.
 """
 
 import ctypes
@@ -22,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import HealthCheck, assume, settings
+from hypothesis import assume, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
@@ -39,20 +41,8 @@ MODELLED = 1 << 20  # allocations up to this size get a byte-exact model
 FORGED_HANDLES = st.builds(lambda gen, low: (gen * 2) << 32 | low,
                            st.integers(0, 2**31 - 1), st.integers(0, 2**32 - 1))
 HANG_SECONDS = 120  # a single example takes well under a second
+NESTED_TIMEOUT = 1200  # the whole nested run, long profile included; a hang ends sooner
 JUNK_POINTERS = st.sampled_from([8, 4096, 0x10000000, 2**63, 2**64 - 1])
-
-settings.register_profile(
-    "openreg-fuzz",
-    max_examples=50,
-    stateful_step_count=40,
-    deadline=None,  # the sanitized build is several times slower
-    database=None,  # keep no .hypothesis/ directory in the checkout
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile("openreg-fuzz-long", parent=settings.get_profile("openreg-fuzz"),
-                          max_examples=3000, stateful_step_count=80)
-PROFILE = {"default": "openreg-fuzz", "long": "openreg-fuzz-long"}[
-    os.environ.get("OPENREG_FUZZ_PROFILE", "default")]
 
 
 def round_up(n: int) -> int:
@@ -795,7 +785,8 @@ class RuntimeMachine(RuleBasedStateMachine):
         assert [self.free_bytes(d) for d in range(self.count)] == self.baseline
 
 
-RuntimeMachine.TestCase.settings = settings.get_profile(PROFILE)
+# The active profile's settings (the default TestCase settings suppress every health check).
+RuntimeMachine.TestCase.settings = settings()
 
 
 @pytest.mark.skipif(rt.device_count() == 0 or rt.get_device_properties(0).total_memory % GRANULE,
@@ -804,17 +795,19 @@ class TestRuntimeFuzz(RuntimeMachine.TestCase):
     pass
 
 
+@pytest.mark.hypothesis  # hypothesis runs in the child; py311-fuzz selects by this marker
 @pytest.mark.skipif(os.environ.get("OPENREG_FUZZ_NESTED") == "1", reason="already the nested run")
 def test_fuzz_one_small_device():
     """The same machine on a single 3 MiB device, in a fresh interpreter (the
     runtime reads its configuration once): there OOM, fragmentation and the
     release of freed pages next to live allocations happen all the time."""
     env = {"OPENREG_DEVICE_COUNT": "1", "OPENREG_DEVICE_MEMORY": "3MiB", "OPENREG_FUZZ_NESTED": "1",
-           "OPENREG_FUZZ_PROFILE": os.environ.get("OPENREG_FUZZ_PROFILE", "default")}
+           "HYPOTHESIS_PROFILE": settings.get_current_profile_name()}
     args = [__file__, "-q", "-p", "no:cacheprovider", "-k", "TestRuntimeFuzz"]
     # The child guards each of its examples against hangs; ours (conftest.py)
     # would cut a long profile short.
     faulthandler.cancel_dump_traceback_later()
-    proc = run_python(f"import sys, pytest; sys.exit(pytest.main({args!r}))", env, timeout=None)
+    proc = run_python(f"import sys, pytest; sys.exit(pytest.main({args!r}))", env,
+                      timeout=NESTED_TIMEOUT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
