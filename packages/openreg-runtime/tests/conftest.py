@@ -2,6 +2,7 @@
 
 import faulthandler
 
+import hypothesis_profiles  # noqa: F401  (also when the runtime's tests run alone)
 import pytest
 
 import openreg_runtime as rt

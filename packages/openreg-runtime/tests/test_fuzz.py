@@ -11,9 +11,9 @@ and the runtime's accounting (mem_get_info) matches the live allocations.
 Everything is checked by address, as the runtime does: a freed pointer may
 come back from a later malloc, and then it is valid again.
 
-How much it explores is the hypothesis profile's (see conftest.py at the root): the
-default run is derandomized and short; HYPOTHESIS_PROFILE=long (tox -e py311-fuzz) is
-random and explores far more.
+How much it explores is the hypothesis profile's (hypothesis_profiles.py): the default
+run is derandomized and short; HYPOTHESIS_PROFILE=long (tox -e py311-fuzz) is random and
+explores far more.
 """
 
 import ctypes
