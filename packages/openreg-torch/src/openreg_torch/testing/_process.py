@@ -9,8 +9,8 @@ tests run (a developer's shell, tox, CI).
 * Passed on from the test process when set: the names in ``ENV_PASSED_ON`` and every name
   starting with one of ``ENV_PASSED_ON_PREFIXES``: what starts the interpreter (``PATH``,
   ``LD_LIBRARY_PATH``, ``LD_PRELOAD``, ``PYTHON*``: sanitizer runs preload their runtimes
-  and set ``PYTHONMALLOC``), where files go (``HOME``, ``TMPDIR``, ``TORCHINDUCTOR_*`` with
-  Inductor's cache directory), the locale, openreg's own configuration (``OPENREG_*``: the
+  and set ``PYTHONMALLOC``), who runs it (``USER``, ``LOGNAME``), where files go (``HOME``,
+  ``TMPDIR``, ``TORCHINDUCTOR_*`` with Inductor's cache directory), the locale, openreg's own configuration (``OPENREG_*``: the
   child runs with the same devices, memory and fallback mode as the tests) and the
   sanitizers' options.
 * Set: ``ENV_SET``. ``TORCH_DEVICE_BACKEND_AUTOLOAD=1``: the child starts as a user's
