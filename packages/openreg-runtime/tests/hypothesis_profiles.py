@@ -31,7 +31,7 @@ settings.register_profile(
     "long",
     parent=settings.get_profile("openreg"),
     derandomize=False,
-    max_examples=1000,
+    max_examples=400,
     stateful_step_count=80,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "openreg")
