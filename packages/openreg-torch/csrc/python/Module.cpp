@@ -3,7 +3,9 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include "aten/OperatorRoutes.h"
 #include "aten/native/Fallback.h"
+#include "python/DeviceWorkLog.h"
 #include "python/Stream.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
@@ -66,10 +68,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fallback_mode", [] {
     return at::native::openreg::fallback_mode_name(at::native::openreg::fallback_mode());
   });
-  m.def("_register_fallback_for", &at::native::openreg::register_fallback_for);
-  m.def("_register_direct_kernels", &at::native::openreg::register_direct_kernels);
-  m.def("_route_composite_ops_to_fallback",
-        &at::native::openreg::route_composite_ops_to_fallback);
+  m.def("_register_fallback_for", &at::openreg::register_fallback_for);
+  m.def("_route_of", &at::openreg::route_of);
   // Through at::globalContext(), as PyTorch's core reaches the hooks (used by tests).
   m.def("_has_primary_context", [](DeviceIndex device) {
     return at::globalContext().getAcceleratorHooksInterface(c10::kPrivateUse1)
@@ -80,5 +80,6 @@ PYBIND11_MODULE(_C, m) {
                                                 c10::kPrivateUse1);
   });
   openreg_torch::init_stream_bindings(m);
+  openreg_torch::init_device_work_log_bindings(m);
 }
 // DOC END: module-methods

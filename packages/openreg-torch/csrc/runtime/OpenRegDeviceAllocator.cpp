@@ -10,9 +10,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "execution/DeviceLaunch.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
-#include "runtime/OpenRegKernelLaunch.h"
 #include "runtime/OpenRegStream.h"
 
 namespace c10::openreg {
@@ -390,8 +390,8 @@ DeleterFnPtr OpenRegDeviceAllocator::raw_deleter() const {
 }
 
 void OpenRegDeviceAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
-  OPENREG_CHECK(orMemcpyAsync(dest, src, count, orMemcpyDeviceToDevice,
-                              getCurrentOpenRegStream().stream()));
+  at::native::openreg::launch_copy(dest, src, count, orMemcpyDeviceToDevice,
+                                   getCurrentOpenRegStream());
 }
 
 bool OpenRegDeviceAllocator::initialized() {

@@ -1,6 +1,5 @@
 #include "runtime/OpenRegStream.h"
 
-#include "runtime/OpenRegKernelLaunch.h"
 
 #include <c10/core/DeviceGuard.h>
 

@@ -50,4 +50,21 @@ OPENREG_TORCH_API void priorityRange(int* least, int* greatest);
 
 std::ostream& operator<<(std::ostream& out, const OpenRegStream& stream);
 
+// The stream whose kernel this thread is running (nullptr outside kernels). Memory a
+// kernel frees on its own stream may be reused by it at once (see the allocator).
+OPENREG_TORCH_API orStream_t running_kernel_stream();
+
+// Marks this thread as running a kernel of `stream` for the guard's lifetime (set by
+// the launch point, execution/DeviceLaunch.h).
+class OPENREG_TORCH_API RunningKernel {
+ public:
+  explicit RunningKernel(orStream_t stream);
+  ~RunningKernel();
+  RunningKernel(const RunningKernel&) = delete;
+  RunningKernel& operator=(const RunningKernel&) = delete;
+
+ private:
+  orStream_t previous_;
+};
+
 } // namespace c10::openreg

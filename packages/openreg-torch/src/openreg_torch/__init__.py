@@ -37,9 +37,5 @@ register_backend(openreg)
 # future default) keeps them tied. Process-wide; OPENREG_SWAP_MODULE_PARAMS=0 opts out.
 if os.environ.get("OPENREG_SWAP_MODULE_PARAMS", "1") != "0":
     torch.__future__.set_swap_module_params_on_conversion(True)
-# After every static registration is in place, direct kernels first: operators that
-# have one are not routed again (see DirectKernel.h and Fallback.h).
-_C._register_direct_kernels()
-_C._route_composite_ops_to_fallback()
 
 from ._paths import get_include, get_library_dir  # noqa: E402
