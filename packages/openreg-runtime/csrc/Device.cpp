@@ -13,7 +13,7 @@ namespace openreg {
 namespace {
 
 // Leaked on purpose: worker threads may outlive static destruction.
-Device* g_devices[kMaxDevices];
+Device* g_devices[OR_MAX_DEVICES];
 
 }  // namespace
 
@@ -74,7 +74,7 @@ OR_API orError_t orGetDeviceProperties(orDeviceProp* prop, int index) {
   prop->multiProcessorCount = cpus == 0 ? 1 : int(cpus);
   prop->major = OPENREG_RUNTIME_VERSION / 1000;
   prop->minor = OPENREG_RUNTIME_VERSION % 1000 / 10;
-  prop->memoryAlignment = kAllocationAlignment;
+  prop->memoryAlignment = OR_MEMORY_ALIGNMENT;
   return orSuccess;
 }
 

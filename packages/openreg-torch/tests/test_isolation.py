@@ -54,6 +54,30 @@ def test_forked_child_gets_bad_fork_error(run_python):
     assert result.stdout.split() == ["0", "6.0"]
 
 
+def test_forked_child_can_drop_what_it_inherited(run_python):
+    # Frees run in destructors, which must not throw: in a child forked after
+    # initialisation the parent's streams are out of reach, and the allocators' frees
+    # treat them as idle, whether the memory was used on other streams or by copies.
+    result = run_python(
+        """
+        import os, torch
+        device = torch.ones(1000, device="openreg")
+        used = torch.ones(1000).pin_memory()
+        device.copy_(used, non_blocking=True)  # `used` is in use on the current stream
+        device.record_stream(torch.openreg.Stream())
+        pid = os.fork()
+        if pid == 0:
+            del device, used
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        print(device.sum().item())
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1000.0"], result.stderr
+
+
 def test_spawned_processes_work(run_python):
     result = run_python(
         """

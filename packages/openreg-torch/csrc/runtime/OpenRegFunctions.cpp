@@ -7,7 +7,7 @@
 
 namespace c10::openreg {
 namespace {
-std::array<std::atomic<bool>, 64> used_devices{};
+std::array<std::atomic<bool>, OR_MAX_DEVICES> used_devices{};
 } // namespace
 
 // DOC START: SetDevice
@@ -97,7 +97,7 @@ DeviceIndex maybe_exchange_device(DeviceIndex device) {
 }
 
 bool device_used(DeviceIndex device) noexcept {
-  return device >= 0 && device < 64 && used_devices[device].load(std::memory_order_relaxed);
+  return device >= 0 && device < OR_MAX_DEVICES && used_devices[device].load(std::memory_order_relaxed);
 }
 
 void mark_device_used(DeviceIndex device) noexcept {

@@ -101,10 +101,12 @@ def synchronize(device=None) -> None:
 
 
 def get_device_properties(device=None) -> Any:
-    """Name, total memory, processors and version of `device`."""
+    """Name, total memory, processors, version and memory alignment of `device`: the
+    runtime's own `openreg_runtime.DeviceProperties`."""
+    import openreg_runtime  # the runtime's binding; imported on first use only
+
     _lazy_init()
-    properties = _C._get_device_properties(_device_index(device))
-    return _DeviceProperties(**properties)
+    return openreg_runtime.get_device_properties(_device_index(device))
 
 
 def get_device_name(device=None) -> str:
@@ -118,21 +120,6 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
     return True
-
-
-class _DeviceProperties:
-    def __init__(self, name: str, total_memory: int, multi_processor_count: int, major: int,
-                 minor: int):
-        self.name = name
-        self.total_memory = total_memory
-        self.multi_processor_count = multi_processor_count
-        self.major = major
-        self.minor = minor
-
-    def __repr__(self) -> str:
-        return (f"_OpenRegDeviceProperties(name='{self.name}', major={self.major}, "
-                f"minor={self.minor}, total_memory={self.total_memory // 2**20}MB, "
-                f"multi_processor_count={self.multi_processor_count})")
 
 
 def __getattr__(name: str) -> Any:
