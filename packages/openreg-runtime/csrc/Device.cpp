@@ -40,6 +40,21 @@ OR_API orError_t orGetDeviceCount(int* count) {
   return orSuccess;
 }
 
+// No OR_ENTER: these two answer from the configuration and the fork state, so a
+// process may ask them and still fork a child that uses the device.
+OR_API orError_t orGetDeviceCountNoInit(int* count) {
+  if (count == nullptr) {
+    return fail(orErrorInvalidValue, "orGetDeviceCountNoInit: count is NULL");
+  }
+  return configuredDeviceCount(count);
+}
+
+OR_API orError_t orIsInBadFork(int* inBadFork) {
+  if (inBadFork == nullptr) return fail(orErrorInvalidValue, "orIsInBadFork: inBadFork is NULL");
+  *inBadFork = openreg::inBadFork() ? 1 : 0;
+  return orSuccess;
+}
+
 OR_API orError_t orSetDevice(int index) {
   OR_ENTER();
   OR_RETURN_IF_ERROR(checkDeviceIndex(index));

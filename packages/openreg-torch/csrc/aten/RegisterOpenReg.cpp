@@ -25,6 +25,7 @@
 #include "aten/native/Fallback.h"
 #include "aten/native/Minimal.h"
 #include "aten/native/Random.h"
+#include "aten/native/ShallowCopy.h"
 
 namespace at::openreg {
 namespace {
@@ -66,6 +67,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Attention's choice of implementation, asked as an operator (the stub is below);
   // through the fallback it would see aliases that drop requires_grad.
   own(m, "_fused_sdp_choice", TORCH_FN(native::fused_sdp_choice));
+  // param.data = openreg_tensor and Module.to("openreg") move tensors in place.
+  own(m, "_has_compatible_shallow_copy_type",
+      TORCH_FN(native::_has_compatible_shallow_copy_type));
 
   if (native::fallback_mode() == native::FallbackMode::ZeroCopy) {
     register_direct_kernels(m);

@@ -82,6 +82,7 @@ PYBIND11_MODULE(_C, m) {
     return static_cast<int>(c10::openreg::maybe_exchange_device(device));
   });
   m.def("_init", [] { at::detail::getPrivateUse1Hooks().init(); });
+  m.def("_is_in_bad_fork", [] { return c10::openreg::in_bad_fork(); });
   m.def("_get_default_generator", &default_generator);
   m.def("_synchronize", &synchronize);
   m.def("_empty_host_cache", [] { c10::openreg::emptyHostCache(); });

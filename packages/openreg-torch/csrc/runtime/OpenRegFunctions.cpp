@@ -47,15 +47,24 @@ orError_t MaybeExchangeDevice(DeviceIndex to, DeviceIndex* from) {
   return ExchangeDevice(to, from);
 }
 
+// DOC START: device-count
 DeviceIndex device_count() noexcept {
-  // Computed once: the runtime reads OPENREG_DEVICE_COUNT once at start-up.
+  // From the configuration, without starting the runtime (as CUDA counts through
+  // NVML): asking is_available() must not stop a later fork() from using the device.
+  // Computed once: the runtime reads OPENREG_DEVICE_COUNT once per process.
   static const DeviceIndex count = [] {
     int value = 0;
-    return GetDeviceCount(&value) == orSuccess ? static_cast<DeviceIndex>(value)
-                                               : DeviceIndex(0);
+    return orGetDeviceCountNoInit(&value) == orSuccess ? static_cast<DeviceIndex>(value)
+                                                       : DeviceIndex(0);
   }();
   return count;
 }
+
+bool in_bad_fork() noexcept {
+  int forked = 0;
+  return orIsInBadFork(&forked) == orSuccess && forked != 0;
+}
+// DOC END: device-count
 
 void check_device_index(DeviceIndex device) {
   const DeviceIndex count = device_count();

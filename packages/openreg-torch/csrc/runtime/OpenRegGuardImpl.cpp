@@ -162,6 +162,24 @@ void OpenRegGuardImpl::recordDataPtrOnStream(const DataPtr& data_ptr, const Stre
   getDeviceAllocator().recordStream(data_ptr, stream);
 }
 
+// DOC START: guard-capability
+DeviceCapability OpenRegGuardImpl::getDeviceCapability(Device device) const {
+  check_device_index(device.index());
+  // openreg runs the CPU's kernels on device memory, so it stores and converts what
+  // the CPU does: every dtype except the quantized ones (no openreg quantizer) and those
+  // the CPU cannot convert either (bit containers, sub-byte integers, Float4_e2m1fn_x2).
+  DeviceCapability capability;
+  capability.capability_data.capability_bits = 0;
+  for (const ScalarType type :
+       {kByte, kChar, kShort, kInt, kLong, kHalf, kFloat, kDouble, kComplexHalf, kComplexFloat,
+        kComplexDouble, kBool, kBFloat16, kFloat8_e5m2, kFloat8_e4m3fn, kFloat8_e5m2fnuz,
+        kFloat8_e4m3fnuz, kFloat8_e8m0fnu, kUInt16, kUInt32, kUInt64}) {
+    capability.capability_data.capability_bits |= uint64_t(1) << static_cast<int>(type);
+  }
+  return capability;
+}
+// DOC END: guard-capability
+
 C10_REGISTER_GUARD_IMPL(PrivateUse1, OpenRegGuardImpl);
 
 } // namespace c10::openreg

@@ -30,6 +30,7 @@ __all__ = [
     "is_initialized",
     "get_device_name",
     "get_device_properties",
+    "get_device_capability",
     "get_amp_supported_dtype",
     "is_bf16_supported",
     *_memory_all,
@@ -44,9 +45,8 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    """Number of openreg devices (OPENREG_DEVICE_COUNT, default 2)."""
-    if _is_in_bad_fork():
-        return 0
+    """Number of openreg devices (OPENREG_DEVICE_COUNT, default 2). Never initialises
+    the runtime; like torch.cuda's, it still reports the devices in a bad fork."""
     return _C._get_device_count()
 
 
@@ -109,6 +109,12 @@ def get_device_properties(device=None) -> Any:
     return openreg_runtime.get_device_properties(_device_index(device))
 
 
+def get_device_capability(device=None) -> tuple[int, int]:
+    """(major, minor) of `device`, as torch.cuda.get_device_capability returns."""
+    properties = get_device_properties(device)
+    return properties.major, properties.minor
+
+
 def get_device_name(device=None) -> str:
     return get_device_properties(device).name
 
@@ -126,7 +132,5 @@ def __getattr__(name: str) -> Any:
     # torch.utils.checkpoint reads `torch.<device>._initialized` to decide whether to
     # save and restore the device RNG state: a live view of the lazy-init flag.
     if name == "_initialized":
-        from . import _lazy
-
-        return _lazy._initialized
+        return is_initialized()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -112,6 +112,17 @@ typedef struct orDeviceProp {
 
 /* Number of devices. Never fails once initialised; *count is 0 when none. */
 OR_API orError_t orGetDeviceCount(int* count);
+/* Number of devices, from the configuration alone: never initialises the
+ * runtime (cf. NVML's nvmlDeviceGetCount), so a process that asks may still
+ * fork children that use the device. The configuration is read once per
+ * process, by this call or by initialisation, whichever comes first. In a
+ * forked child it reports the configured count. orErrorInitializationError
+ * when an OPENREG_* variable is malformed. */
+OR_API orError_t orGetDeviceCountNoInit(int* count);
+/* *inBadFork = 1 if this process was forked from one that had initialised
+ * the runtime (every other call then fails with orErrorForkedProcess), else
+ * 0. Never initialises. The runtime is the one owner of this state. */
+OR_API orError_t orIsInBadFork(int* inBadFork);
 /* Set the calling thread's current device. orErrorInvalidDevice when out of
  * range. */
 OR_API orError_t orSetDevice(int device);
