@@ -192,8 +192,8 @@ def run_workload(w, device, quick: bool, reps_override: int | None) -> dict:
 
 
 def _fmt_target(target: float) -> str:
-    text = f"{target:.3f}".rstrip("0")
-    return "<= " + (text + "0" if text.endswith(".") else text)
+    text = f"{target:.3f}"  # 1/0.97 needs the third decimal; 1.05 does not
+    return "<= " + text.removesuffix("0")
 
 
 def _table(records, header: str) -> str:

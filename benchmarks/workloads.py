@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-from torch import nn
-
 from autoload_overhead import measure_autoload_overhead
+from torch import nn
 
 MiB = 1 << 20
 
@@ -43,7 +42,7 @@ class Workload:
     warmup: int = 3
     # Rows that cannot be measured as two cases in one process (e.g. two processes) time
     # themselves: ``measure(quick, reps, warmup)`` returns a :class:`Measured`.
-    measure: Callable[[bool, int, int], "Measured"] | None = None
+    measure: Callable[[bool, int, int], Measured] | None = None
 
 
 @dataclass
@@ -380,7 +379,7 @@ WORKLOADS: list[Workload] = [
              build_dataloader, reps=31),
     Workload("cpu_autoload_overhead", "MLP train step on the CPU, process with openreg "
              "autoloaded vs TORCH_DEVICE_BACKEND_AUTOLOAD=0 (columns: off / on)", 1.01,
-             build=None, reps=31, quick_reps=3, warmup=2, measure=measure_autoload_overhead),
+             build=None, reps=31, quick_reps=2, warmup=2, measure=measure_autoload_overhead),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}
