@@ -132,7 +132,8 @@ def measure_autoload_overhead(quick: bool, reps: int, warmup: int):
         finally:
             for w in workers.values():
                 w.close()
-    return Measured(times=times, inner=inner, correct=mismatch is None, mismatch=mismatch)
+    return Measured(times=times, inner=inner, correct=mismatch is None, mismatch=mismatch,
+                    note="CPU only: cpu = autoload off, device = autoload on")
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:

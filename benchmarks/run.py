@@ -158,6 +158,8 @@ def run_workload(w, device, quick: bool, reps_override: int | None) -> dict:
             times, rec["inner"], rec["correct"] = m.times, m.inner, m.correct
             if m.mismatch:
                 rec["mismatch"] = m.mismatch
+            if m.note:
+                rec["note"] = m.note
         cpu_med = statistics.median(times["cpu"])
         dev_med = statistics.median(times["device"])
         rec.update(
@@ -206,6 +208,8 @@ def _table(records, header: str) -> str:
         if r.get("error"):
             notes = "ERROR " + r["error"]
             notes = notes if len(notes) <= 100 else notes[:97] + "..."
+        elif "note" in r:
+            notes = r["note"]
         elif "device_gbps" in r:
             notes = (f"GB/s cpu {r['cpu_gbps']:.2f} dev {r['device_gbps']:.2f} "
                      f"({r['device_gbps'] / r['cpu_gbps']:.3f} of host)")

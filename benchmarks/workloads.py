@@ -51,6 +51,7 @@ class Measured:
     inner: int
     correct: bool
     mismatch: str | None = None
+    note: str | None = None  # shown in the table's notes column (e.g. what the sides are)
 
 
 def _seed(seed: int = 0) -> None:
