@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
-WORKLOADS = ["add_1elem", "empty_cached"]
+# One in-process row of each kind, plus the row measured in two worker processes.
+WORKLOADS = ["add_1elem", "empty_cached", "mul_add_1", "cpu_autoload_overhead"]
 
 
 def test_quick_run_writes_results(tmp_path):
