@@ -5,6 +5,8 @@ the CPU and one on openreg from the same seed (models and inputs are created on 
 copied, so both start from identical values), runs ``check_steps`` units on each, compares
 ``result()`` with ``torch.testing.assert_close`` and then times ``run()`` alternately on the
 two cases. ``run()`` performs ``inner`` iterations; times are reported per iteration.
+A workload that needs more than one process (``cpu_autoload_overhead``) has a ``measure``
+function instead, which returns the interleaved times and its correctness verdict itself.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+from autoload_overhead import measure_autoload_overhead
 from torch import nn
 
 MiB = 1 << 20
@@ -37,6 +40,18 @@ class Workload:
     reps: int = 15  # timed repetitions per side (full run)
     quick_reps: int = 3
     warmup: int = 3
+    # Rows that cannot be measured as two cases in one process (e.g. two processes) time
+    # themselves: ``measure(quick, reps, warmup)`` returns a :class:`Measured`.
+    measure: Callable[[bool, int, int], Measured] | None = None
+
+
+@dataclass
+class Measured:
+    times: dict  # {"cpu": [...], "device": [...]}: seconds per iteration, one per repetition
+    inner: int
+    correct: bool
+    mismatch: str | None = None
+    note: str | None = None  # shown in the table's notes column (e.g. what the sides are)
 
 
 def _seed(seed: int = 0) -> None:
@@ -58,13 +73,17 @@ def _params(module: nn.Module) -> dict:
 # --- training-style workloads ----------------------------------------------------------------
 
 
-def build_mlp(device: torch.device, quick: bool) -> Case:
-    _seed(0)
-    model = nn.Sequential(
+def _mlp() -> nn.Module:
+    return nn.Sequential(
         nn.Linear(512, 1024), nn.ReLU(),
         nn.Linear(1024, 1024), nn.ReLU(),
         nn.Linear(1024, 10),
     )
+
+
+def build_mlp(device: torch.device, quick: bool) -> Case:
+    _seed(0)
+    model = _mlp()
     x = torch.randn(256, 512)
     y = torch.randint(0, 10, (256,))
     model, x, y = _to(model, device), x.to(device), y.to(device)
@@ -83,6 +102,61 @@ def build_mlp(device: torch.device, quick: bool) -> Case:
 
     return Case(run=run, result=lambda: {"loss": state["loss"], **_params(model)},
                 check_steps=3)
+
+
+def build_adamw_foreach(device: torch.device, quick: bool) -> Case:
+    """The benchmark MLP's ``AdamW(foreach=True).step()`` alone, on fixed gradients.
+
+    Both sides use the multi-tensor path, so the row measures how openreg runs the
+    ``_foreach_*`` operators (a handful of calls over 6 tensors) against the CPU's.
+    """
+    _seed(0)
+    model = _to(_mlp(), device)
+    x, y = torch.randn(256, 512).to(device), torch.randint(0, 10, (256,)).to(device)
+    nn.CrossEntropyLoss()(model(x), y).backward()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
+    inner = 5
+
+    def run():
+        for _ in range(inner):
+            opt.step()
+
+    return Case(run=run, result=lambda: _params(model), inner=inner)
+
+
+def build_dataloader(device: torch.device, quick: bool) -> Case:
+    """One epoch of a small TensorDataset (CIFAR-sized samples, batch 64) through a DataLoader.
+
+    The device side is what a training script writes for an accelerator:
+    ``pin_memory=True`` and ``batch.to(device, non_blocking=True)``. Its CPU twin is what the
+    same script writes for the CPU: ``pin_memory=False`` and no move, because a CPU program has
+    no transfer to make. The pinning and the host->device copy are thus the extra work of
+    feeding the device, which is what this row measures; openreg's device memory is host RAM,
+    so they can overlap with fetching the next batch (pinned copies are asynchronous) and cost
+    little. ``num_workers=0`` keeps both sides in this process (workers would measure process
+    start-up and IPC, alike on both sides). Each batch is consumed by one ``add_`` into an
+    accumulator on both sides, which also makes the whole epoch checkable.
+    """
+    _seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(2048, 3, 32, 32),
+                                          torch.randint(0, 10, (2048,)))
+    on_device = device.type != "cpu"
+    loader = torch.utils.data.DataLoader(data, batch_size=64, shuffle=False, num_workers=0,
+                                         pin_memory=on_device)
+    acc = torch.zeros(3, 32, 32, device=device)
+    labels = torch.zeros((), dtype=torch.long, device=device)
+
+    def run():
+        acc.zero_()
+        labels.zero_()
+        for xb, yb in loader:
+            if on_device:
+                xb = xb.to(device, non_blocking=True)
+                yb = yb.to(device, non_blocking=True)
+            acc.add_(xb.sum(0))
+            labels.add_(yb.sum())
+
+    return Case(run=run, result=lambda: [acc, labels])
 
 
 def build_transformer(device: torch.device, quick: bool) -> Case:
@@ -147,6 +221,42 @@ def build_add1(device: torch.device, quick: bool) -> Case:
 
     # After the check repetition the value is exactly `inner`.
     return Case(run=run, result=lambda: t.clone(), inner=inner)
+
+
+def _make_mul_add(numel: int, inner: int) -> Callable[[torch.device, bool], Case]:
+    """``a * b + a`` on float32 vectors: two small out-of-place ops per iteration."""
+
+    def build(device: torch.device, quick: bool) -> Case:
+        _seed(0)
+        a, b = torch.randn(numel).to(device), torch.randn(numel).to(device)
+        state = {}
+
+        def run():
+            for _ in range(inner):
+                out = a * b + a
+            state["out"] = out
+
+        return Case(run=run, result=lambda: state["out"], inner=inner)
+
+    return build
+
+
+def _make_mm(n: int, inner: int) -> Callable[[torch.device, bool], Case]:
+    """``torch.mm`` of two float32 n x n matrices."""
+
+    def build(device: torch.device, quick: bool) -> Case:
+        _seed(0)
+        a, b = torch.randn(n, n).to(device), torch.randn(n, n).to(device)
+        state = {}
+
+        def run():
+            for _ in range(inner):
+                out = torch.mm(a, b)
+            state["out"] = out
+
+        return Case(run=run, result=lambda: state["out"], inner=inner)
+
+    return build
 
 
 def build_sort(device: torch.device, quick: bool) -> Case:
@@ -216,6 +326,27 @@ def _make_copy(kind: str) -> Callable[[torch.device, bool], Case]:
     return build
 
 
+def build_clone(device: torch.device, quick: bool) -> Case:
+    """64 MiB ``clone()``: a fresh buffer plus a copy. The CPU twin is a CPU ``clone``, i.e. a
+    host memcpy of the same bytes into a buffer glibc keeps (see MALLOC_ENV in run.py)."""
+    _seed(0)
+    src = torch.randn(COPY_BYTES // 4).to(device)
+    state = {}
+
+    def run():
+        state["out"] = None  # free the previous clone first, as a loop of clones would
+        state["out"] = src.clone()
+
+    return Case(run=run, result=lambda: state["out"], nbytes=COPY_BYTES)
+
+
+# Copies must reach 97% of a host memcpy's bandwidth: as a time ratio, <= 1 / 0.97.
+COPY_TARGET = 1 / 0.97
+# Small ops: element counts / matrix sizes with iterations per repetition (about 1-5 ms each).
+MUL_ADD_SIZES = [("1", 1, 1000), ("1k", 1 << 10, 1000), ("16k", 1 << 14, 400),
+                 ("256k", 1 << 18, 20)]
+MM_SIZES = [(16, 1000), (64, 300), (256, 4)]
+
 WORKLOADS: list[Workload] = [
     Workload("mlp_train_step", "3-layer MLP 512-1024-1024-10, batch 256, Adam step",
              1.05, build_mlp, reps=61),
@@ -227,14 +358,29 @@ WORKLOADS: list[Workload] = [
              1.25, build_add1, reps=101),
     Workload("sort_1m", "torch.sort on 1M float32", 1.05, build_sort, reps=31),
     Workload("cumsum_1m", "torch.cumsum on 1M float32", 1.05, build_cumsum, reps=101),
-    Workload("copy_h2d_64m", "64 MiB host->device copy_ (CPU: host->host)", 1.05,
+    Workload("copy_h2d_64m", "64 MiB host->device copy_ (CPU: host->host)", COPY_TARGET,
              _make_copy("h2d"), reps=61),
-    Workload("copy_d2h_64m", "64 MiB device->host copy_ (CPU: host->host)", 1.05,
+    Workload("copy_d2h_64m", "64 MiB device->host copy_ (CPU: host->host)", COPY_TARGET,
              _make_copy("d2h"), reps=61),
     Workload("copy_d2d_64m", "64 MiB device->device copy_ (CPU: host->host)", 1.05,
              _make_copy("d2d"), reps=61),
+    Workload("clone_64m", "64 MiB clone() (CPU: CPU clone)", COPY_TARGET, build_clone, reps=61),
     Workload("empty_cached", "torch.empty(1024) (2000 per repetition)", 1.0, build_empty,
              reps=101),
+    *[Workload(f"mul_add_{label}", f"a * b + a on {numel} float32 ({inner} per repetition)",
+               1.10, _make_mul_add(numel, inner), reps=61)
+      for label, numel, inner in MUL_ADD_SIZES],
+    *[Workload(f"mm_{n}", f"torch.mm of float32 {n}x{n} ({inner} per repetition)",
+               1.10, _make_mm(n, inner), reps=61)
+      for n, inner in MM_SIZES],
+    Workload("adamw_foreach_step", "AdamW(foreach=True).step() on the MLP (5 per repetition)",
+             1.05, build_adamw_foreach, reps=61),
+    Workload("dataloader_pinned", "DataLoader epoch, 2048x3x32x32 batch 64; device: "
+             "pin_memory + non_blocking .to() (CPU: no pinning, no move)", 1.10,
+             build_dataloader, reps=31),
+    Workload("cpu_autoload_overhead", "MLP train step on the CPU, process with openreg "
+             "autoloaded vs TORCH_DEVICE_BACKEND_AUTOLOAD=0 (columns: off / on)", 1.01,
+             build=None, reps=31, quick_reps=2, warmup=2, measure=measure_autoload_overhead),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}

@@ -10,7 +10,8 @@ from pathlib import Path
 from openreg_torch.testing import run_process
 
 RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
-WORKLOADS = ["add_1elem", "empty_cached"]
+# One in-process row of each kind, plus the row measured in two worker processes.
+WORKLOADS = ["add_1elem", "empty_cached", "mul_add_1", "cpu_autoload_overhead"]
 
 
 def test_quick_run_writes_results(tmp_path):

@@ -2,8 +2,8 @@
 
 Always built against the torch and openreg-torch that are installed:
 `pip install --no-build-isolation`. It compiles against openreg-torch's shipped headers,
-links libopenreg_torch.so and libopenreg.so, and finds them at run time through RPATHs
-relative to site-packages. The torch version is recorded in the package
+links libopenreg_torch.so (whose execution layer runs its kernels; it brings libopenreg.so
+along) and finds it at run time through an RPATH relative to site-packages. The torch version is recorded in the package
 (openreg_ops_extra/_build_info.py) and in the wheel's requirements, so an import under
 another torch fails with a clear message.
 """
@@ -55,12 +55,11 @@ extension = CppExtension(
     # as "runtime/..." relative to their own root, hence the second directory.
     include_dirs=[str(CSRC), torch_include, os.path.join(torch_include, "openreg_torch"),
                   openreg_runtime.get_include()],
-    library_dirs=[openreg_torch.get_library_dir(), openreg_runtime.get_library_dir()],
-    libraries=["openreg_torch", "openreg"],
+    library_dirs=[openreg_torch.get_library_dir()],
+    libraries=["openreg_torch"],
     extra_compile_args=COMPILE_ARGS,
-    # _C sits in site-packages/openreg_ops_extra/; its siblings' libraries next door.
-    extra_link_args=["-Wl,-rpath,$ORIGIN/../openreg_torch/lib",
-                     "-Wl,-rpath,$ORIGIN/../openreg_runtime/lib"],
+    # _C sits in site-packages/openreg_ops_extra/; its sibling's library next door.
+    extra_link_args=["-Wl,-rpath,$ORIGIN/../openreg_torch/lib"],
 )
 
 build_dir = os.environ.get("OPENREG_BUILD_DIR")

@@ -29,13 +29,14 @@ def sample(dtype, shape=(6, 7)):
     return values
 
 
-def assert_same(device_result, cpu_result):
+def assert_same(device_result, cpu_result, exact=True):
     assert device_result.device.type == "openreg"
     assert device_result.dtype == cpu_result.dtype
     device_result = device_result.cpu()
     if cpu_result.dtype.itemsize == 1 and cpu_result.dtype.is_floating_point:  # float8
         device_result, cpu_result = device_result.float(), cpu_result.float()
-    if cpu_result.dtype.is_complex or cpu_result.dtype in (torch.float16, torch.bfloat16):
+    if (not exact or cpu_result.dtype.is_complex
+            or cpu_result.dtype in (torch.float16, torch.bfloat16)):
         torch.testing.assert_close(device_result, cpu_result, equal_nan=True)
     else:
         # Real abs is exact: the same bits as CPU (NaN compared as NaN).
@@ -56,7 +57,9 @@ def test_functional_matches_cpu_and_runs_the_stub(dtype, stub_calls):
     cpu = sample(dtype)
     result = torch.abs(cpu.to("openreg"))
     assert stub_calls() == 1
-    assert_same(result, torch.abs(cpu))
+    # |z| of a complex value: the CPU's vectorised loop computes sqrt(re² + im²), its
+    # scalar tail (and this kernel) hypot(re, im); they may differ in the last bit.
+    assert_same(result, torch.abs(cpu), exact=not dtype.is_complex)
 
 
 @pytest.mark.parametrize("dtype", REAL_DTYPES, ids=str)

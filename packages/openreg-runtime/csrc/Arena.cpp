@@ -24,7 +24,7 @@ struct Range {
   std::atomic<uintptr_t> kernel{0};
   std::atomic<size_t> size{0};
 };
-Range g_ranges[kMaxDevices];
+Range g_ranges[OR_MAX_DEVICES];
 // One past the highest mapped device, so lookups scan only live ranges.
 std::atomic<int> g_rangeLimit{0};
 

@@ -13,7 +13,7 @@ namespace openreg {
 namespace {
 
 // Leaked on purpose: worker threads may outlive static destruction.
-Device* g_devices[kMaxDevices];
+Device* g_devices[OR_MAX_DEVICES];
 
 }  // namespace
 
@@ -37,6 +37,21 @@ OR_API orError_t orGetDeviceCount(int* count) {
   OR_ENTER();
   if (count == nullptr) return fail(orErrorInvalidValue, "orGetDeviceCount: count is NULL");
   *count = deviceCount();
+  return orSuccess;
+}
+
+// No OR_ENTER: these two answer from the configuration and the fork state, so a
+// process may ask them and still fork a child that uses the device.
+OR_API orError_t orGetDeviceCountNoInit(int* count) {
+  if (count == nullptr) {
+    return fail(orErrorInvalidValue, "orGetDeviceCountNoInit: count is NULL");
+  }
+  return configuredDeviceCount(count);
+}
+
+OR_API orError_t orIsInBadFork(int* inBadFork) {
+  if (inBadFork == nullptr) return fail(orErrorInvalidValue, "orIsInBadFork: inBadFork is NULL");
+  *inBadFork = openreg::inBadFork() ? 1 : 0;
   return orSuccess;
 }
 
@@ -74,7 +89,7 @@ OR_API orError_t orGetDeviceProperties(orDeviceProp* prop, int index) {
   prop->multiProcessorCount = cpus == 0 ? 1 : int(cpus);
   prop->major = OPENREG_RUNTIME_VERSION / 1000;
   prop->minor = OPENREG_RUNTIME_VERSION % 1000 / 10;
-  prop->memoryAlignment = kAllocationAlignment;
+  prop->memoryAlignment = OR_MEMORY_ALIGNMENT;
   return orSuccess;
 }
 

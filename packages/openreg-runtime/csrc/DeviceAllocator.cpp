@@ -28,7 +28,7 @@ orError_t DeviceAllocator::allocate(size_t size, void** ptr) {
                 device_, size, capacity_);
   }
   // Cannot overflow: size <= capacity_ <= 1 TiB.
-  size_t rounded = (size + kAllocationAlignment - 1) & ~(kAllocationAlignment - 1);
+  size_t rounded = (size + OR_MEMORY_ALIGNMENT - 1) & ~size_t(OR_MEMORY_ALIGNMENT - 1);
   std::lock_guard<std::mutex> lock(mutex_);
   OR_RETURN_IF_ERROR(arena_.ensureMapped(device_, capacity_));
   auto best = freeBySize_.lower_bound({rounded, 0});

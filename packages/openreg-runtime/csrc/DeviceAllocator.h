@@ -17,7 +17,6 @@
 
 namespace openreg {
 
-constexpr size_t kAllocationAlignment = 512;
 // Free regions holding at least this many whole pages go back to the OS.
 constexpr size_t kPunchThreshold = size_t(1) << 20;
 

@@ -94,12 +94,12 @@ orError_t readEnvConfig(EnvConfig* config) {
     errno = 0;
     long n = strtol(v, &end, 10);
     bool ok = *v != '\0' && errno == 0 && end != v && *end == '\0' && n >= 0 &&
-              n <= kMaxDevices;
+              n <= OR_MAX_DEVICES;
     if (!ok) {
       return fail(orErrorInitializationError,
                   "OPENREG_DEVICE_COUNT=\"%s\" is not valid: expected an integer "
                   "from 0 to %d (default %d)",
-                  v, kMaxDevices, kDefaultDeviceCount);
+                  v, OR_MAX_DEVICES, kDefaultDeviceCount);
     }
     config->deviceCount = int(n);
   }

@@ -7,11 +7,10 @@
 
 namespace openreg {
 
-constexpr int kMaxDevices = 64;
 constexpr int kDefaultDeviceCount = 2;
 constexpr size_t kDefaultDeviceMemory = size_t(8) << 30;  // 8 GiB
 // Two views per device must fit in the 128 TiB user address space even with
-// kMaxDevices devices, so one device may not exceed 1 TiB.
+// OR_MAX_DEVICES devices, so one device may not exceed 1 TiB.
 constexpr size_t kMaxDeviceMemory = size_t(1) << 40;
 
 struct EnvConfig {

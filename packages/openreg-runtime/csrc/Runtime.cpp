@@ -23,6 +23,28 @@ std::mutex g_initMutex;  // trivially destructible in libstdc++
 // Leaked on purpose: worker threads may still run during static destruction.
 std::string* g_initFailure = nullptr;
 pid_t g_initPid = 0;
+// The OPENREG_* variables are read once per process, by whichever comes first:
+// a count that must not initialise, or initialisation. Both then agree even if
+// the environment changes in between. Guarded by g_initMutex.
+bool g_configRead = false;
+orError_t g_configError = orSuccess;
+
+orError_t loadConfigLocked() {
+  if (!g_configRead) {
+    EnvConfig config;
+    g_configError = readEnvConfig(&config);
+    if (g_configError == orSuccess) {
+      g_config = config;
+    } else {
+      g_initFailure = new std::string(orGetLastErrorMessage());
+    }
+    g_configRead = true;
+  }
+  if (g_configError != orSuccess) {
+    return fail(g_configError, "%s", g_initFailure->c_str());
+  }
+  return orSuccess;
+}
 
 void onForkChild() {
   // Only a runtime that was actually started is unusable in the child: its
@@ -42,15 +64,12 @@ orError_t initialize() {
     pthread_atfork(nullptr, nullptr, onForkChild);
     atforkRegistered = true;
   }
-  EnvConfig config;
-  orError_t err = readEnvConfig(&config);
+  orError_t err = loadConfigLocked();
   if (err != orSuccess) {
-    g_initFailure = new std::string(orGetLastErrorMessage());
     g_state.store(kFailed, std::memory_order_release);
     return err;
   }
-  g_config = config;
-  createDevices(config);
+  createDevices(g_config);
   g_initPid = getpid();
   installFaultHandler();
   g_state.store(kReady, std::memory_order_release);
@@ -78,6 +97,20 @@ orError_t enterSlow(int state) {
   }
   return orSuccess;
 }
+
+orError_t configuredDeviceCount(int* count) {
+  const int s = g_state.load(std::memory_order_acquire);
+  if (s == kReady || s == kForked) {
+    *count = deviceCount();
+    return orSuccess;
+  }
+  std::lock_guard<std::mutex> lock(g_initMutex);
+  OR_RETURN_IF_ERROR(loadConfigLocked());
+  *count = g_config.deviceCount;
+  return orSuccess;
+}
+
+bool inBadFork() { return g_state.load(std::memory_order_acquire) == kForked; }
 
 orError_t checkDeviceIndex(int device) {
   int n = deviceCount();

@@ -33,6 +33,11 @@ inline orError_t enter() {
 
 inline int deviceCount() { return g_config.deviceCount; }
 
+// The configured device count without initialising (orGetDeviceCountNoInit).
+orError_t configuredDeviceCount(int* count);
+// Whether this process was forked after the runtime initialised in its parent.
+bool inBadFork();
+
 // orErrorNoDevice / orErrorInvalidDevice with a message naming the range.
 orError_t checkDeviceIndex(int device);
 

@@ -17,7 +17,7 @@ SlotTable<Stream>& streamTable() {
   return *table;
 }
 
-std::atomic<Stream*> g_defaultStreams[kMaxDevices];
+std::atomic<Stream*> g_defaultStreams[OR_MAX_DEVICES];
 std::mutex g_defaultStreamsMutex;
 
 orError_t invalidStream(orStream_t handle) {

@@ -1,6 +1,8 @@
 """Device management and the OPENREG_* environment variables."""
 
+import re
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -194,3 +196,23 @@ def test_device_context_manager_restores():
         with rt.device(DEVICE_COUNT):
             pass
     assert rt.current_device() == 0
+
+
+def test_header_limits_are_the_ones_the_runtime_enforces():
+    # openreg.h exports the device limit and the alignment once, for the runtime and
+    # for every package that sizes tables or rounds sizes by them.
+    header = (Path(rt.get_include()) / "openreg" / "openreg.h").read_text()
+    limits = dict(re.findall(r"^#define (OR_MAX_DEVICES|OR_MEMORY_ALIGNMENT) (\d+)$", header, re.M))
+    max_devices, alignment = int(limits["OR_MAX_DEVICES"]), int(limits["OR_MEMORY_ALIGNMENT"])
+    assert rt.get_device_properties(0).memory_alignment == alignment
+    out = run_ok(
+        """
+        import openreg_runtime as r
+        try:
+            r.device_count()
+        except r.OpenRegError as e:
+            print(e)
+        """,
+        {"OPENREG_DEVICE_COUNT": str(max_devices + 1)},
+    )
+    assert f"from 0 to {max_devices} " in out, out

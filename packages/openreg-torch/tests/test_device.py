@@ -111,3 +111,39 @@ def test_is_available_does_not_initialise(run_python):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_openreg_get_device_capability_is_major_minor():
+    for index in range(torch.openreg.device_count()):
+        props = torch.openreg.get_device_properties(index)
+        capability = torch.openreg.get_device_capability(index)
+        assert capability == (props.major, props.minor)
+        assert all(isinstance(part, int) for part in capability)
+    assert torch.openreg.get_device_capability() == torch.openreg.get_device_capability(0)
+    with pytest.raises(ValueError, match="valid indices are 0"):
+        torch.openreg.get_device_capability(torch.openreg.device_count())
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")
+def test_accelerator_get_device_capability_lists_dtypes_openreg_can_hold():
+    capability = torch.accelerator.get_device_capability()
+    dtypes = capability["supported_dtypes"]
+    assert torch.accelerator.get_device_capability("openreg:1") == capability
+    expected = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                torch.bool, torch.complex64, torch.float8_e4m3fn, torch.float8_e8m0fnu,
+                torch.uint16}
+    assert expected <= dtypes
+    assert not {torch.qint8, torch.bits8, torch.uint4, torch.float4_e2m1fn_x2} & dtypes
+    # The contract: tensors of these dtypes can be allocated, and converted into each
+    # other, on the device; the results are the CPU's.
+    source = torch.tensor([0.0, 1.0, 2.0, 3.0])
+    for from_dtype in sorted(dtypes, key=str):
+        host = source.to(from_dtype)
+        device = host.to("openreg")
+        assert device.dtype == from_dtype
+        for to_dtype in dtypes:
+            # Compared bit for bit: assert_close cannot compare every dtype here.
+            actual = device.to(to_dtype).cpu().view(torch.uint8)
+            assert torch.equal(actual, host.to(to_dtype).view(torch.uint8)), (from_dtype,
+                                                                               to_dtype)

@@ -54,6 +54,80 @@ def test_forked_child_gets_bad_fork_error(run_python):
     assert result.stdout.split() == ["0", "6.0"]
 
 
+def test_forked_child_can_drop_what_it_inherited(run_python):
+    # Frees run in destructors, which must not throw: in a child forked after
+    # initialisation the parent's streams are out of reach, and the allocators' frees
+    # treat them as idle, whether the memory was used on other streams or by copies.
+    result = run_python(
+        """
+        import os, torch
+        device = torch.ones(1000, device="openreg")
+        used = torch.ones(1000).pin_memory()
+        device.copy_(used, non_blocking=True)  # `used` is in use on the current stream
+        device.record_stream(torch.openreg.Stream())
+        pid = os.fork()
+        if pid == 0:
+            del device, used
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+        print(device.sum().item())
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1000.0"], result.stderr
+
+
+def test_fork_after_counting_devices_can_use_the_device(run_python):
+    # As on CUDA (whose count comes from NVML): asking how many devices there are
+    # does not start the runtime, so a child forked afterwards owns a usable device.
+    result = run_python(
+        """
+        import os, torch
+        assert torch.openreg.is_available() and torch.accelerator.is_available()
+        count = torch.openreg.device_count()
+        assert torch.accelerator.device_count() == count
+        assert not torch.openreg.is_initialized()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                last = torch.device("openreg", count - 1)
+                total = (torch.ones(3, device="openreg") + 1).sum().item()
+                total += torch.arange(4.0, device=last).sum().item()
+                ok = total == 12.0 and torch.openreg.is_initialized()
+                os._exit(0 if ok and not torch.openreg._is_in_bad_fork() else 1)
+            except BaseException as error:
+                print("child:", error)
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), torch.openreg.is_initialized())
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "False"]
+
+
+def test_bad_fork_state_comes_from_the_runtime(run_python):
+    # The runtime owns the bad-fork state: started from C++ (a tensor factory's
+    # allocation) or through torch.openreg.init(), a child is in a bad fork either way.
+    result = run_python(
+        """
+        import os, torch
+        torch.openreg.init()
+        pid = os.fork()
+        if pid == 0:
+            state = (torch.openreg._is_in_bad_fork(), torch.openreg.is_initialized(),
+                     torch.openreg._initialized, torch.openreg.device_count())
+            os._exit(0 if state == (True, False, False, 2) else 1)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), torch.openreg._is_in_bad_fork())
+        """,
+        env={"OPENREG_DEVICE_COUNT": "2"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "False"]
+
+
 def test_spawned_processes_work(run_python):
     result = run_python(
         """

@@ -53,6 +53,21 @@ def test_current_and_default_stream():
     assert isinstance(openreg.current_stream(), openreg.Stream)
 
 
+@pytest.mark.parametrize("stream_id, device_index, message", [
+    (2, 0, "stream id 2 names no stream of device 0"),  # not a pool id
+    (-1, 0, "stream id -1 names no stream"),
+    (1 | 3 << 1, 0, "names no stream"),  # priority level 3: the range has three levels
+    (1 | 32 << 3, 0, "names no stream"),  # past the pool of 32
+    (0, 5, "invalid device index 5"),
+])
+def test_a_stream_that_names_no_stream_is_rejected(stream_id, device_index, message):
+    device_type = openreg.current_stream().device_type
+    made_up = torch.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
+    with pytest.raises(RuntimeError, match=message):
+        openreg.set_stream(made_up)
+    assert openreg.current_stream() == openreg.default_stream()
+
+
 def test_generic_torch_stream_works_with_openreg():
     stream = torch.Stream(device="openreg")
     assert stream.device_type == openreg.current_stream().device_type

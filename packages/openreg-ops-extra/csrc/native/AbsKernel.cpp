@@ -8,7 +8,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "native/DeviceLoops.h"
+#include <openreg_torch/execution/DeviceLoops.h>
 
 namespace at::native::openreg_extra {
 namespace {
@@ -44,7 +44,8 @@ scalar_t abs_value(scalar_t a) {
 void abs_kernel(TensorIteratorBase& iter) {
   calls.fetch_add(1, std::memory_order_relaxed);
   AT_DISPATCH_V2(iter.dtype(), "abs_openreg", AT_WRAP([&] {
-    unary_device_kernel<scalar_t>(iter, [](scalar_t a) { return abs_value(a); });
+    at::native::openreg::unary_device_kernel<scalar_t>(
+        iter, "aten::abs", [](scalar_t a) { return abs_value(a); });
   }), AT_EXPAND(AT_ALL_TYPES), AT_EXPAND(AT_COMPLEX_TYPES), kComplexHalf, kHalf, kBFloat16,
       kFloat8_e5m2, kFloat8_e5m2fnuz, kFloat8_e4m3fn, kFloat8_e4m3fnuz);
 }

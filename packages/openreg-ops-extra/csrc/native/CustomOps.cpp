@@ -9,7 +9,7 @@
 #include <c10/core/ScalarType.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include "native/DeviceLoops.h"
+#include <openreg_torch/execution/DeviceLoops.h>
 
 namespace at::native::openreg_extra {
 
@@ -25,7 +25,8 @@ at::Tensor custom_square(const at::Tensor& input) {
   at::Tensor out = at::empty_like(input);
   auto iter = at::TensorIterator::unary_op(out, input);
   AT_DISPATCH_V2(iter.dtype(), "custom_square_openreg", AT_WRAP([&] {
-    unary_device_kernel<scalar_t>(iter, [](scalar_t a) { return static_cast<scalar_t>(a * a); });
+    at::native::openreg::unary_device_kernel<scalar_t>(
+        iter, "openreg::custom_square", [](scalar_t a) { return static_cast<scalar_t>(a * a); });
   }), AT_EXPAND(AT_FLOATING_TYPES), AT_EXPAND(AT_COMPLEX_TYPES), kHalf, kBFloat16);
   return out;
 }

@@ -9,6 +9,17 @@ void bindDevice(py::module_& m) {
     check(orGetDeviceCount(&n));
     return n;
   });
+  // Never initialise the runtime (see openreg.h).
+  m.def("_get_device_count_no_init", [] {
+    int n = 0;
+    check(orGetDeviceCountNoInit(&n));
+    return n;
+  });
+  m.def("_is_in_bad_fork", [] {
+    int forked = 0;
+    check(orIsInBadFork(&forked));
+    return forked != 0;
+  });
   m.def("_set_device", [](int device) { check(orSetDevice(device)); });
   m.def("_get_device", [] {
     int d = 0;

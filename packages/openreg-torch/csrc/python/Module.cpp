@@ -3,7 +3,9 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+#include "aten/OperatorRoutes.h"
 #include "aten/native/Fallback.h"
+#include "python/DeviceWorkLog.h"
 #include "python/Stream.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
@@ -24,16 +26,37 @@ py::object default_generator(DeviceIndex device) {
   return py::reinterpret_borrow<py::object>(THPGenerator_initDefaultGenerator(generator));
 }
 
-py::dict device_properties(DeviceIndex device) {
-  c10::openreg::check_device_index(device);
-  orDeviceProp prop{};
-  OPENREG_CHECK(orGetDeviceProperties(&prop, device));
+py::dict stat_dict(const c10::CachingAllocator::Stat& stat) {
   py::dict result;
-  result["name"] = std::string(prop.name);
-  result["total_memory"] = prop.totalGlobalMem;
-  result["multi_processor_count"] = prop.multiProcessorCount;
-  result["major"] = prop.major;
-  result["minor"] = prop.minor;
+  result["current"] = stat.current;
+  result["peak"] = stat.peak;
+  result["allocated"] = stat.allocated;
+  result["freed"] = stat.freed;
+  return result;
+}
+
+py::dict duration_dict(const c10::CachingAllocator::DurationStat& stat) {
+  py::dict result;
+  result["total"] = stat.total;
+  result["max"] = stat.max;
+  result["min"] = stat.min;
+  result["count"] = stat.count;
+  result["avg"] = stat.count == 0 ? 0 : stat.total / stat.count;
+  return result;
+}
+
+// The pinned host allocator's statistics, nested as torch.cuda's host statistics are.
+py::dict host_memory_stats() {
+  const at::HostStats stats = c10::openreg::getPinnedHostAllocator()->get_stats();
+  py::dict result;
+  result["allocations"] = stat_dict(stats.allocations);
+  result["allocated_bytes"] = stat_dict(stats.allocated_bytes);
+  result["active_requests"] = stat_dict(stats.active_requests);
+  result["active_bytes"] = stat_dict(stats.active_bytes);
+  result["num_host_alloc"] = stats.num_host_alloc;
+  result["num_host_free"] = stats.num_host_free;
+  result["host_alloc_time"] = duration_dict(stats.host_alloc_time);
+  result["host_free_time"] = duration_dict(stats.host_free_time);
   return result;
 }
 
@@ -59,17 +82,20 @@ PYBIND11_MODULE(_C, m) {
     return static_cast<int>(c10::openreg::maybe_exchange_device(device));
   });
   m.def("_init", [] { at::detail::getPrivateUse1Hooks().init(); });
+  m.def("_is_in_bad_fork", [] { return c10::openreg::in_bad_fork(); });
   m.def("_get_default_generator", &default_generator);
-  m.def("_get_device_properties", &device_properties);
   m.def("_synchronize", &synchronize);
   m.def("_empty_host_cache", [] { c10::openreg::emptyHostCache(); });
+  m.def("_host_memory_stats", &host_memory_stats);
+  m.def("_reset_peak_host_memory_stats",
+        [] { c10::openreg::getPinnedHostAllocator()->reset_peak_stats(); });
+  m.def("_reset_accumulated_host_memory_stats",
+        [] { c10::openreg::getPinnedHostAllocator()->reset_accumulated_stats(); });
   m.def("_fallback_mode", [] {
     return at::native::openreg::fallback_mode_name(at::native::openreg::fallback_mode());
   });
-  m.def("_register_fallback_for", &at::native::openreg::register_fallback_for);
-  m.def("_register_direct_kernels", &at::native::openreg::register_direct_kernels);
-  m.def("_route_composite_ops_to_fallback",
-        &at::native::openreg::route_composite_ops_to_fallback);
+  m.def("_register_fallback_for", &at::openreg::register_fallback_for);
+  m.def("_route_of", &at::openreg::route_of);
   // Through at::globalContext(), as PyTorch's core reaches the hooks (used by tests).
   m.def("_has_primary_context", [](DeviceIndex device) {
     return at::globalContext().getAcceleratorHooksInterface(c10::kPrivateUse1)
@@ -80,5 +106,6 @@ PYBIND11_MODULE(_C, m) {
                                                 c10::kPrivateUse1);
   });
   openreg_torch::init_stream_bindings(m);
+  openreg_torch::init_device_work_log_bindings(m);
 }
 // DOC END: module-methods

@@ -3,6 +3,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/flat_hash_map.h>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <memory>
@@ -10,9 +11,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "execution/DeviceLaunch.h"
+#include "runtime/OpenRegEvent.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
-#include "runtime/OpenRegKernelLaunch.h"
 #include "runtime/OpenRegStream.h"
 
 namespace c10::openreg {
@@ -20,19 +22,23 @@ namespace {
 
 using CachingDeviceAllocator::DeviceStats;
 using c10::CachingAllocator::StatType;
+using c10::CachingAllocator::format_size;
 
-constexpr size_t kMinBlockSize = 512;           // every size is a multiple of this
-constexpr size_t kSmallSize = 1 << 20;          // requests up to 1 MiB: the small pool
-constexpr int kMaxDevices = 64;
+constexpr size_t kMinBlockSize = OR_MEMORY_ALIGNMENT;  // every size is a multiple of this
+constexpr size_t kSmallSize = 1 << 20;                 // up to 1 MiB: the small pool
 constexpr size_t kMaxAllocation = size_t(1) << 56;  // beyond any device; rounding stays exact
 
 struct Block {
-  void* ptr = nullptr;
-  size_t size = 0;       // the size class actually reserved
+  Block(void* ptr, size_t size, const OpenRegStream& stream)
+      : ptr(ptr), size(size), stream(stream), handle(stream.stream()) {}
+
+  void* ptr;
+  size_t size;           // the size class actually reserved
   size_t requested = 0;  // what the caller asked for
-  orStream_t stream = nullptr;
-  std::unordered_set<Stream> stream_uses;  // other streams that used it (record_stream)
-  std::vector<orEvent_t> pending_events;   // recorded on those streams at free time
+  OpenRegStream stream;  // the stream it was allocated on
+  orStream_t handle;     // stream.stream(), looked up once
+  std::unordered_set<OpenRegStream> stream_uses;  // other streams that used it (record_stream)
+  std::vector<OpenRegEvent> pending_events;       // recorded on those streams at free time
 };
 
 struct PoolKey {
@@ -50,6 +56,21 @@ struct PoolKeyHash {
   }
 };
 
+// The size class a request of `nbytes` is served from.
+size_t roundAllocationSize(size_t nbytes) {
+  if (nbytes <= kMinBlockSize) {
+    return kMinBlockSize;
+  }
+  if (nbytes <= kSmallSize) {
+    return (nbytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+  }
+  // Four size classes per power of two: at most 25% slack, and loops that allocate
+  // slightly different sizes still hit the cache.
+  const int bits = 63 - __builtin_clzll(nbytes);
+  const size_t step = size_t(1) << (bits - 2);
+  return (nbytes + step - 1) / step * step;
+}
+
 StatType poolOf(size_t size) {
   return size <= kSmallSize ? StatType::SMALL_POOL : StatType::LARGE_POOL;
 }
@@ -64,35 +85,22 @@ void decrease(c10::CachingAllocator::StatArray& stats, size_t size, size_t amoun
   stats[static_cast<size_t>(poolOf(size))].decrease(amount);
 }
 
-std::string formatBytes(size_t bytes) {
-  std::ostringstream out;
-  out.precision(2);
-  out << std::fixed;
-  if (bytes >= (size_t(1) << 30)) {
-    out << static_cast<double>(bytes) / (1 << 30) << " GiB";
-  } else {
-    out << static_cast<double>(bytes) / (1 << 20) << " MiB";
-  }
-  return out.str();
-}
-
 // The cache of one device. Every member is guarded by `mutex`.
 class DeviceCache {
  public:
   explicit DeviceCache(DeviceIndex device) : device_(device) {}
 
-  void* allocate(size_t nbytes, orStream_t stream) {
+  void* allocate(size_t nbytes, const OpenRegStream& stream) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (nbytes > kMaxAllocation) {  // e.g. a negative size seen as size_t: no rounding
       stats_.num_ooms += 1;
       throwOutOfMemory(nbytes);
     }
     const size_t size = roundAllocationSize(nbytes);
-    processPendingFrees(/*wait=*/false);
-    Block* block = takeCached(stream, size);
+    processPendingFrees();
+    Block* block = takeCached(stream.stream(), size);
     if (block == nullptr) {
-      block = allocateFresh(nbytes, size, lock);
-      block->stream = stream;
+      block = allocateFresh(nbytes, size, stream, lock);
     }
     block->requested = nbytes;
     active_.emplace(block->ptr, block);
@@ -118,21 +126,22 @@ class DeviceCache {
     // Work still queued on that stream, or a kernel of another thread already running
     // on it (earlier in its order), could otherwise get the block while a pending use
     // remains: then reuse waits for the stream to pass this point, as with other
-    // streams' uses (record_stream). A kernel freeing its own scratch needs no wait.
-    const bool own_stream_busy = block->stream != running_kernel_stream() &&
-                                 streamBusy(block->stream);
-    if (block->stream_uses.empty() && !own_stream_busy) {
-      release(block);
-      return;
-    }
-    if (own_stream_busy) {
+    // streams' uses (record_stream). A kernel freeing its own scratch needs no wait,
+    // nor does a stream that has already run everything issued on it.
+    if (block->handle != running_kernel_stream() && has_pending_work(block->handle)) {
       block->pending_events.push_back(recordEvent(block->stream));
     }
-    for (const Stream& use : block->stream_uses) {
-      block->pending_events.push_back(recordEvent(OpenRegStream(use).stream()));
+    for (const OpenRegStream& use : block->stream_uses) {
+      if (has_pending_work(use.stream())) {
+        block->pending_events.push_back(recordEvent(use));
+      }
     }
     block->stream_uses.clear();
-    pending_.push_back(block);
+    if (block->pending_events.empty()) {
+      release(block);
+    } else {
+      pending_.push_back(block);
+    }
     // DOC END: deferred-free
   }
 
@@ -140,8 +149,9 @@ class DeviceCache {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = active_.find(ptr);
     TORCH_CHECK(it != active_.end(), "openreg: record_stream on memory this allocator does not own");
-    if (OpenRegStream(stream).stream() != it->second->stream) {
-      it->second->stream_uses.insert(stream);
+    const OpenRegStream use(stream);
+    if (use != it->second->stream) {
+      it->second->stream_uses.insert(use);
     }
   }
 
@@ -153,7 +163,7 @@ class DeviceCache {
   DeviceStats stats() {
     std::lock_guard<std::mutex> lock(mutex_);
     // Deferred frees whose streams have moved on are free now, not at the next allocation.
-    processPendingFrees(/*wait=*/false);
+    processPendingFrees();
     return stats_;
   }
 
@@ -195,7 +205,8 @@ class DeviceCache {
     return block;
   }
 
-  Block* allocateFresh(size_t nbytes, size_t size, std::unique_lock<std::mutex>& lock) {
+  Block* allocateFresh(size_t nbytes, size_t size, const OpenRegStream& stream,
+                       std::unique_lock<std::mutex>& lock) {
     void* ptr = nullptr;
     orError_t error = deviceMalloc(&ptr, size);
     if (error == orErrorMemoryAllocation) {
@@ -213,10 +224,7 @@ class DeviceCache {
     stats_.num_device_alloc += 1;
     increase(stats_.segment, size, 1);
     increase(stats_.reserved_bytes, size, size);
-    auto block = std::make_unique<Block>();
-    block->ptr = ptr;
-    block->size = size;
-    return block.release();
+    return new Block(ptr, size, stream);
   }
 
   orError_t deviceMalloc(void** ptr, size_t size) {
@@ -237,55 +245,36 @@ class DeviceCache {
     }
     const auto aggregate = static_cast<size_t>(StatType::AGGREGATE);
     TORCH_CHECK_WITH(OutOfMemoryError, false,
-        "openreg out of memory. Tried to allocate ", formatBytes(nbytes), " on device ",
-        static_cast<int>(device_), " (openreg:", static_cast<int>(device_), "), which has a total capacity of ",
-        formatBytes(total_bytes), " of which ", formatBytes(free_bytes), " is free. ",
-        formatBytes(stats_.allocated_bytes[aggregate].current),
-        " is allocated by PyTorch and ", formatBytes(stats_.reserved_bytes[aggregate].current),
+        "openreg out of memory. Tried to allocate ", format_size(nbytes), " on device ",
+        static_cast<int>(device_), " (openreg:", static_cast<int>(device_),
+        "), which has a total capacity of ", format_size(total_bytes), " of which ",
+        format_size(free_bytes), " is free. ",
+        format_size(stats_.allocated_bytes[aggregate].current), " is allocated by PyTorch and ",
+        format_size(stats_.reserved_bytes[aggregate].current),
         " is reserved by PyTorch. The capacity is set by OPENREG_DEVICE_MEMORY.");
   }
 
-  static bool streamBusy(orStream_t stream) {
-    if (orStreamQuery(stream) == orErrorNotReady) {
-      (void)orGetLastError();  // an answer, not an error to leave for the next caller
-      return true;
-    }
-    return false;
-  }
-
-  orEvent_t recordEvent(orStream_t stream) {
-    const DeviceGuard guard(Device(kPrivateUse1, device_));
-    orEvent_t event = nullptr;
-    OPENREG_CHECK(orEventCreateWithFlags(&event, orEventDisableTiming));
-    OPENREG_CHECK(orEventRecord(event, stream));
+  static OpenRegEvent recordEvent(const OpenRegStream& stream) {
+    OpenRegEvent event;
+    event.record(stream);
     return event;
   }
 
   void release(Block* block) {
     decrease(stats_.active, block->size, 1);
     decrease(stats_.active_bytes, block->size, block->size);
-    cached_[PoolKey{block->stream, block->size}].push_back(block);
+    cached_[PoolKey{block->handle, block->size}].push_back(block);
   }
 
-  void processPendingFrees(bool wait) {
+  // Deferred frees whose events have all completed go back to the cache.
+  void processPendingFrees() {
     for (auto it = pending_.begin(); it != pending_.end();) {
       Block* block = *it;
-      bool done = true;
-      for (orEvent_t event : block->pending_events) {
-        if (wait) {
-          OPENREG_CHECK(orEventSynchronize(event));
-        } else if (orEventQuery(event) == orErrorNotReady) {
-          (void)orGetLastError();
-          done = false;
-          break;
-        }
-      }
-      if (!done) {
+      const auto& events = block->pending_events;
+      if (!std::all_of(events.begin(), events.end(),
+                       [](const OpenRegEvent& event) { return event.query(); })) {
         ++it;
         continue;
-      }
-      for (orEvent_t event : block->pending_events) {
-        OPENREG_CHECK(orEventDestroy(event));
       }
       block->pending_events.clear();
       release(block);
@@ -322,7 +311,7 @@ class DeviceCache {
     stats_.num_device_free += released.size();
     // Blocks held back by record_stream whose streams the synchronisation drained.
     if (!pending_.empty()) {
-      processPendingFrees(/*wait=*/false);
+      processPendingFrees();
       if (!cached_.empty()) {
         releaseCached(lock);
       }
@@ -338,7 +327,7 @@ class DeviceCache {
   DeviceStats stats_;
 };
 
-std::array<std::unique_ptr<DeviceCache>, kMaxDevices> caches;
+std::array<std::unique_ptr<DeviceCache>, OR_MAX_DEVICES> caches;
 std::once_flag caches_created;
 
 DeviceCache& cacheOf(DeviceIndex device) {
@@ -352,36 +341,28 @@ DeviceCache& cacheOf(DeviceIndex device) {
 }
 
 void deleteDeviceMemory(void* ptr) {
-  if (ptr != nullptr) {
-    cacheOf(device_of_pointer(ptr)).free(ptr);
+  if (ptr == nullptr) {
+    return;
   }
+  const DeviceIndex device = device_of_pointer(ptr);
+  if (device < 0) {
+    // Only in a child forked after the runtime started: device memory is not inherited
+    // (MADV_DONTFORK), so there is nothing to give back, and a deleter must not throw.
+    return;
+  }
+  cacheOf(device).free(ptr);
 }
 
 OpenRegDeviceAllocator allocator;
 
 } // namespace
 
-size_t roundAllocationSize(size_t nbytes) {
-  if (nbytes <= kMinBlockSize) {
-    return kMinBlockSize;
-  }
-  if (nbytes <= kSmallSize) {
-    return (nbytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
-  }
-  // Four size classes per power of two: at most 25% slack, and loops that allocate
-  // slightly different sizes still hit the cache.
-  const int bits = 63 - __builtin_clzll(nbytes);
-  const size_t step = size_t(1) << (bits - 2);
-  return (nbytes + step - 1) / step * step;
-}
-
 DataPtr OpenRegDeviceAllocator::allocate(size_t nbytes) {
   const DeviceIndex device = current_device();
   if (nbytes == 0) {
     return {nullptr, nullptr, &deleteDeviceMemory, Device(kPrivateUse1, device)};
   }
-  const orStream_t stream = getCurrentOpenRegStream(device).stream();
-  void* ptr = cacheOf(device).allocate(nbytes, stream);
+  void* ptr = cacheOf(device).allocate(nbytes, getCurrentOpenRegStream(device));
   return {ptr, ptr, &deleteDeviceMemory, Device(kPrivateUse1, device)};
 }
 
@@ -390,8 +371,8 @@ DeleterFnPtr OpenRegDeviceAllocator::raw_deleter() const {
 }
 
 void OpenRegDeviceAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
-  OPENREG_CHECK(orMemcpyAsync(dest, src, count, orMemcpyDeviceToDevice,
-                              getCurrentOpenRegStream().stream()));
+  at::native::openreg::launch_copy(dest, src, count, orMemcpyDeviceToDevice,
+                                   getCurrentOpenRegStream());
 }
 
 bool OpenRegDeviceAllocator::initialized() {

@@ -31,7 +31,4 @@ class OPENREG_TORCH_API OpenRegDeviceAllocator final : public c10::DeviceAllocat
 
 OPENREG_TORCH_API OpenRegDeviceAllocator& getDeviceAllocator();
 
-// The size class a request of `nbytes` is served from (exposed for tests/docs).
-OPENREG_TORCH_API size_t roundAllocationSize(size_t nbytes);
-
 } // namespace c10::openreg

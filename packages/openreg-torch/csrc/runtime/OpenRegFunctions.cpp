@@ -7,7 +7,7 @@
 
 namespace c10::openreg {
 namespace {
-std::array<std::atomic<bool>, 64> used_devices{};
+std::array<std::atomic<bool>, OR_MAX_DEVICES> used_devices{};
 } // namespace
 
 // DOC START: SetDevice
@@ -47,15 +47,24 @@ orError_t MaybeExchangeDevice(DeviceIndex to, DeviceIndex* from) {
   return ExchangeDevice(to, from);
 }
 
+// DOC START: device-count
 DeviceIndex device_count() noexcept {
-  // Computed once: the runtime reads OPENREG_DEVICE_COUNT once at start-up.
+  // From the configuration, without starting the runtime (as CUDA counts through
+  // NVML): asking is_available() must not stop a later fork() from using the device.
+  // Computed once: the runtime reads OPENREG_DEVICE_COUNT once per process.
   static const DeviceIndex count = [] {
     int value = 0;
-    return GetDeviceCount(&value) == orSuccess ? static_cast<DeviceIndex>(value)
-                                               : DeviceIndex(0);
+    return orGetDeviceCountNoInit(&value) == orSuccess ? static_cast<DeviceIndex>(value)
+                                                       : DeviceIndex(0);
   }();
   return count;
 }
+
+bool in_bad_fork() noexcept {
+  int forked = 0;
+  return orIsInBadFork(&forked) == orSuccess && forked != 0;
+}
+// DOC END: device-count
 
 void check_device_index(DeviceIndex device) {
   const DeviceIndex count = device_count();
@@ -97,7 +106,7 @@ DeviceIndex maybe_exchange_device(DeviceIndex device) {
 }
 
 bool device_used(DeviceIndex device) noexcept {
-  return device >= 0 && device < 64 && used_devices[device].load(std::memory_order_relaxed);
+  return device >= 0 && device < OR_MAX_DEVICES && used_devices[device].load(std::memory_order_relaxed);
 }
 
 void mark_device_used(DeviceIndex device) noexcept {

@@ -12,7 +12,8 @@
 namespace c10::openreg {
 
 // DOC START: device-functions
-// Number of devices; never throws (0 if the runtime cannot start), as guards require.
+// Number of devices, read from the configuration without starting the runtime; never
+// throws (0 if the configuration is malformed), as guards require.
 OPENREG_TORCH_API DeviceIndex device_count() noexcept;
 OPENREG_TORCH_API DeviceIndex current_device();
 // Throws, naming the valid range, when `device` is not a valid index.
@@ -34,6 +35,10 @@ OPENREG_TORCH_API orError_t MaybeExchangeDevice(DeviceIndex to, DeviceIndex* fro
 // notion of a device with a "primary context" (hasPrimaryContext).
 OPENREG_TORCH_API bool device_used(DeviceIndex device) noexcept;
 OPENREG_TORCH_API void mark_device_used(DeviceIndex device) noexcept;
+
+// Whether this process was forked after its parent started the runtime. The runtime
+// owns this state (it alone knows whether device memory was mapped); never initialises.
+OPENREG_TORCH_API bool in_bad_fork() noexcept;
 
 // The device a tensor's data pointer belongs to, or -1 for host memory.
 OPENREG_TORCH_API DeviceIndex device_of_pointer(const void* ptr) noexcept;

@@ -3,6 +3,7 @@
 #include <c10/core/DeviceGuard.h>
 
 #include "runtime/OpenRegDeviceAllocator.h"
+#include "runtime/OpenRegEvent.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegStream.h"
@@ -90,71 +91,94 @@ void OpenRegGuardImpl::synchronizeDevice(const DeviceIndex device_index) const {
   OPENREG_CHECK(orDeviceSynchronize());
 }
 
-void OpenRegGuardImpl::destroyEvent(void* event, const DeviceIndex device_index) const noexcept {
-  if (event != nullptr) {
-    (void)orEventDestroy(static_cast<orEvent_t>(event));
-  }
-}
+// DOC START: guard-events
+// c10::Event owns its runtime event as a raw void* handle: the guard creates it in
+// record() and c10::Event gives it back through destroyEvent(). So the RAII type owns a
+// guard event only at both ends: record() creates it as an OpenRegEvent and releases it
+// to c10::Event (if recording throws, the OpenRegEvent destroys it), and destroyEvent()
+// adopts it back so that OpenRegEvent's destructor destroys it. In between, the handle
+// carries no device (block, queryEvent, synchronizeEvent) and no flags, so every other
+// call borrows it as an OpenRegEvent for that call only and never destroys it.
+namespace {
 
-// DOC START: guard-record
+class BorrowedEvent {
+ public:
+  BorrowedEvent(void* event, DeviceIndex device)
+      : event_(OpenRegEvent::adopt(static_cast<orEvent_t>(event), device)) {}
+  ~BorrowedEvent() { (void)event_.release(); }
+  BorrowedEvent(const BorrowedEvent&) = delete;
+  BorrowedEvent& operator=(const BorrowedEvent&) = delete;
+
+  OpenRegEvent* operator->() { return &event_; }
+  const OpenRegEvent& operator*() const { return event_; }
+
+ private:
+  OpenRegEvent event_;
+};
+
+} // namespace
+
+void OpenRegGuardImpl::destroyEvent(void* event, const DeviceIndex device_index) const noexcept {
+  const OpenRegEvent owned = OpenRegEvent::adopt(static_cast<orEvent_t>(event), device_index);
+}  // destroyed here
+
 void OpenRegGuardImpl::record(void** event, const Stream& stream,
                               const DeviceIndex device_index, const EventFlag flag) const {
   TORCH_CHECK(device_index == -1 || device_index == stream.device_index(),
               "openreg: event device index ", static_cast<int>(device_index),
               " does not match the recording stream's device ",
               static_cast<int>(stream.device_index()));
-  const DeviceGuard guard(stream.device());
-  if (*event == nullptr) {
-    // PyTorch's default events skip timing, as CUDA's do; BACKEND_DEFAULT keeps it.
-    const unsigned flags =
-        flag == EventFlag::BACKEND_DEFAULT ? orEventDefault : orEventDisableTiming;
-    orEvent_t created = nullptr;
-    OPENREG_CHECK(orEventCreateWithFlags(&created, flags));
-    *event = created;
+  const OpenRegStream openreg_stream(stream);
+  if (*event != nullptr) {
+    BorrowedEvent(*event, device_index)->record(openreg_stream);
+    return;
   }
-  OPENREG_CHECK(orEventRecord(static_cast<orEvent_t>(*event), OpenRegStream(stream).stream()));
+  // PyTorch's default events skip timing, as CUDA's do; BACKEND_DEFAULT keeps it.
+  OpenRegEvent created(flag == EventFlag::BACKEND_DEFAULT ? orEventDefault
+                                                          : orEventDisableTiming);
+  created.record(openreg_stream);
+  *event = created.release();
 }
-// DOC END: guard-record
+// DOC END: guard-events
 
 void OpenRegGuardImpl::block(void* event, const Stream& stream) const {
-  if (event == nullptr) {
-    return;  // never recorded: nothing to wait for
-  }
-  const DeviceGuard guard(stream.device());
-  OPENREG_CHECK(orStreamWaitEvent(OpenRegStream(stream).stream(),
-                                  static_cast<orEvent_t>(event), 0));
+  BorrowedEvent(event, -1)->block(OpenRegStream(stream));
 }
 
 bool OpenRegGuardImpl::queryEvent(void* event) const {
-  if (event == nullptr) {
-    return true;
-  }
-  const orError_t error = orEventQuery(static_cast<orEvent_t>(event));
-  if (error == orErrorNotReady) {
-    return false;
-  }
-  OPENREG_CHECK(error);
-  return true;
+  return BorrowedEvent(event, -1)->query();
 }
 
 void OpenRegGuardImpl::synchronizeEvent(void* event) const {
-  if (event != nullptr) {
-    OPENREG_CHECK(orEventSynchronize(static_cast<orEvent_t>(event)));
-  }
+  BorrowedEvent(event, -1)->synchronize();
 }
 
 double OpenRegGuardImpl::elapsedTime(void* start, void* end, const DeviceIndex device_index) const {
-  TORCH_CHECK(start != nullptr && end != nullptr,
-              "openreg: both events must be recorded before measuring elapsed time");
-  float milliseconds = 0;
-  OPENREG_CHECK(orEventElapsedTime(&milliseconds, static_cast<orEvent_t>(start),
-                                   static_cast<orEvent_t>(end)));
-  return milliseconds;
+  const BorrowedEvent end_event(end, device_index);
+  return BorrowedEvent(start, device_index)->elapsed_time(*end_event);
 }
 
 void OpenRegGuardImpl::recordDataPtrOnStream(const DataPtr& data_ptr, const Stream& stream) const {
   getDeviceAllocator().recordStream(data_ptr, stream);
 }
+
+// DOC START: guard-capability
+DeviceCapability OpenRegGuardImpl::getDeviceCapability(Device device) const {
+  check_device_index(device.index());
+  // openreg runs the CPU's kernels on device memory, so it stores and converts what
+  // the CPU does: every dtype except the quantized ones (no openreg quantizer) and those
+  // the CPU cannot convert either (bit containers, sub-byte integers, Float4_e2m1fn_x2).
+  DeviceCapability capability;
+  capability.capability_data.capability_bits = 0;
+  for (const ScalarType type :
+       {kByte, kChar, kShort, kInt, kLong, kHalf, kFloat, kDouble, kComplexHalf, kComplexFloat,
+        kComplexDouble, kBool, kBFloat16, kFloat8_e5m2, kFloat8_e4m3fn, kFloat8_e5m2fnuz,
+        kFloat8_e4m3fnuz, kFloat8_e8m0fnu, kUInt16, kUInt32, kUInt64}) {
+    capability.capability_data.capability_bits |= uint64_t(1) << static_cast<int>(type);
+  }
+  return capability;
+}
+// DOC END: guard-capability
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, OpenRegGuardImpl);
 

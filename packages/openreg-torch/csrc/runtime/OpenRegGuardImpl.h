@@ -44,6 +44,9 @@ struct OPENREG_TORCH_API OpenRegGuardImpl final : public c10::impl::DeviceGuardI
   double elapsedTime(void* start, void* end, const DeviceIndex device_index) const override;
 
   void recordDataPtrOnStream(const DataPtr& data_ptr, const Stream& stream) const override;
+
+  // torch.accelerator.get_device_capability(): the dtypes openreg tensors may have.
+  DeviceCapability getDeviceCapability(Device device) const override;
 };
 
 } // namespace c10::openreg

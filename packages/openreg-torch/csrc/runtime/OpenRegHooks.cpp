@@ -2,6 +2,7 @@
 
 #include <c10/core/DeviceGuard.h>
 
+#include "execution/DeviceLaunch.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegGenerator.h"
@@ -82,8 +83,8 @@ void OpenRegHooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t ne
   c10::DataPtr fresh = storage.allocator()->allocate(new_bytes);
   const size_t kept = std::min(storage.nbytes(), new_bytes);
   if (kept > 0) {
-    OPENREG_CHECK(orMemcpyAsync(fresh.get(), storage.data(), kept, orMemcpyDeviceToDevice,
-                                getCurrentOpenRegStream().stream()));
+    at::native::openreg::launch_copy(fresh.get(), storage.data(), kept, orMemcpyDeviceToDevice,
+                                     getCurrentOpenRegStream());
   }
   storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
   storage.unsafeGetStorageImpl()->set_nbytes(new_bytes);

@@ -1,9 +1,9 @@
 #include "runtime/OpenRegStream.h"
 
-#include "runtime/OpenRegKernelLaunch.h"
 
 #include <c10/core/DeviceGuard.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -15,29 +15,24 @@ namespace c10::openreg {
 namespace {
 
 // DOC START: stream-pool
-// Stream ids: the low two bits say which kind of stream the id names.
+// Stream ids: 0 is the default stream; a pool stream's id has its low bit set, then its
+// priority level and its index in the pool.
 constexpr StreamId kDefaultKind = 0;
 constexpr StreamId kPoolKind = 1;
-constexpr StreamId kCreatedKind = 2;
-constexpr int kKindBits = 2;
+constexpr int kKindBits = 1;
 constexpr int kLevelBits = 2;
 constexpr int kPoolSize = 32;
 constexpr int kMaxPriorityLevels = 4;
-constexpr int kMaxCreatedStreams = 4096;
-constexpr int kMaxDevices = 64;
 
 struct DeviceStreams {
   std::once_flag created_pool;
   orStream_t default_stream = nullptr;
   std::array<std::array<orStream_t, kPoolSize>, kMaxPriorityLevels> pool{};
   std::array<std::atomic<uint32_t>, kMaxPriorityLevels> next_in_pool{};
-  std::mutex created_mutex;
-  std::array<std::atomic<orStream_t>, kMaxCreatedStreams> created{};
-  std::atomic<int> created_count{0};
 };
 
-std::array<DeviceStreams, kMaxDevices> device_streams;
-thread_local std::array<StreamId, kMaxDevices> current_stream_ids{};
+std::array<DeviceStreams, OR_MAX_DEVICES> device_streams;
+thread_local std::array<StreamId, OR_MAX_DEVICES> current_stream_ids{};
 // DOC END: stream-pool
 
 int priorityLevels() {
@@ -87,41 +82,27 @@ OpenRegStream makeStream(DeviceIndex device, StreamId id) {
 
 StreamId kindOf(StreamId id) { return id & ((1 << kKindBits) - 1); }
 
-OpenRegStream registerCreated(DeviceIndex device, orStream_t handle) {
-  DeviceStreams& streams = streamsOf(device);
-  std::lock_guard<std::mutex> lock(streams.created_mutex);
-  const int index = streams.created_count.load();
-  TORCH_CHECK(index < kMaxCreatedStreams, "openreg: more than ", kMaxCreatedStreams,
-              " external streams were registered on device ", static_cast<int>(device));
-  streams.created[index].store(handle);
-  streams.created_count.store(index + 1);
-  return makeStream(device, kCreatedKind | (static_cast<StreamId>(index) << kKindBits));
-}
-
 } // namespace
 
 OpenRegStream::OpenRegStream(Stream stream) : stream_(stream) {
   TORCH_CHECK(stream_.device_type() == kPrivateUse1,
               "openreg: expected an openreg stream, got a stream on ", stream_.device());
+  check_device_index(stream_.device_index());  // it indexes the per-device tables
 }
 
 orStream_t OpenRegStream::stream() const {
   DeviceStreams& streams = streamsOf(device_index());
   const StreamId id = stream_.id();
-  switch (kindOf(id)) {
-    case kDefaultKind:
-      return streams.default_stream;
-    case kPoolKind: {
-      const auto level = (id >> kKindBits) & ((1 << kLevelBits) - 1);
-      const auto index = id >> (kKindBits + kLevelBits);
-      return streams.pool.at(level).at(index);
-    }
-    default: {
-      const auto index = id >> kKindBits;
-      TORCH_CHECK(index < streams.created_count.load(), "openreg: unknown stream id ", id);
-      return streams.created[index].load();
-    }
+  if (id == kDefaultKind) {
+    return streams.default_stream;
   }
+  const auto level = (id >> kKindBits) & ((1 << kLevelBits) - 1);
+  const auto index = id >> (kKindBits + kLevelBits);
+  // Ids come back from Python too (torch.Stream(stream_id=...)): reject made-up ones.
+  TORCH_CHECK(id > 0 && kindOf(id) == kPoolKind && level < priorityLevels() && index < kPoolSize,
+              "openreg: stream id ", id, " names no stream of device ",
+              static_cast<int>(device_index()));
+  return streams.pool[level][index];
 }
 
 int OpenRegStream::priority() const {
@@ -131,16 +112,20 @@ int OpenRegStream::priority() const {
 }
 
 bool OpenRegStream::query() const {
-  const orError_t error = orStreamQuery(stream());
-  if (error == orErrorNotReady) {
-    return false;
-  }
-  OPENREG_CHECK(error);
-  return true;
+  return OPENREG_QUERY(orStreamQuery(stream()));
 }
 
 void OpenRegStream::synchronize() const {
   OPENREG_CHECK(orStreamSynchronize(stream()));
+}
+
+bool has_pending_work(orStream_t stream) {
+  const orError_t error = orStreamQuery(stream);
+  if (error == orErrorForkedProcess) {
+    (void)orGetLastError();
+    return false;
+  }
+  return !detail::queryCompleted(error, "orStreamQuery(stream)", __func__, __FILE__, __LINE__);
 }
 
 void priorityRange(int* least, int* greatest) {
@@ -174,27 +159,8 @@ OpenRegStream getStreamFromPool(int priority, DeviceIndex device) {
 }
 // DOC END: get-stream-from-pool
 
-OpenRegStream getStreamFromExternal(orStream_t handle, DeviceIndex device) {
-  device = resolve(device);
-  DeviceStreams& streams = streamsOf(device);
-  if (handle == streams.default_stream) {
-    return makeStream(device, kDefaultKind);
-  }
-  const int count = streams.created_count.load();
-  for (int index = 0; index < count; ++index) {
-    if (streams.created[index].load() == handle) {
-      return makeStream(device, kCreatedKind | (static_cast<StreamId>(index) << kKindBits));
-    }
-  }
-  return registerCreated(device, handle);
-}
-
 void setCurrentOpenRegStream(OpenRegStream stream) {
   current_stream_ids[stream.device_index()] = stream.id();
-}
-
-std::ostream& operator<<(std::ostream& out, const OpenRegStream& stream) {
-  return out << stream.unwrap();
 }
 
 namespace {

@@ -1,13 +1,13 @@
 #pragma once
 
 // Streams of the openreg backend, after c10/cuda/CUDAStream.h: a c10::Stream whose id
-// names either the device's default stream, one of a per-device pool of streams per
-// priority, or a stream created on request. Each thread has a current stream per device.
+// names either the device's default stream or one of a per-device pool of streams per
+// priority. Each thread has a current stream per device.
 
 #include <c10/core/Stream.h>
 #include <openreg/openreg.h>
 
-#include <ostream>
+#include <functional>
 
 #include "runtime/OpenRegMacros.h"
 
@@ -24,6 +24,7 @@ class OPENREG_TORCH_API OpenRegStream {
   Stream unwrap() const { return stream_; }
   operator Stream() const { return stream_; }
   bool operator==(const OpenRegStream& other) const { return stream_ == other.stream_; }
+  bool operator!=(const OpenRegStream& other) const { return stream_ != other.stream_; }
 
   // The runtime handle (every stream, the default one included, is a created runtime
   // stream, so it names its device by itself).
@@ -44,10 +45,37 @@ OPENREG_TORCH_API OpenRegStream getCurrentOpenRegStream(DeviceIndex device = -1)
 OPENREG_TORCH_API OpenRegStream getStreamFromPool(int priority = 0, DeviceIndex device = -1);
 // Makes `stream` current for its device on this thread; returns nothing, like CUDA.
 OPENREG_TORCH_API void setCurrentOpenRegStream(OpenRegStream stream);
-// The stream with the given native handle on `device` (for handles made by Python).
-OPENREG_TORCH_API OpenRegStream getStreamFromExternal(orStream_t handle, DeviceIndex device);
 OPENREG_TORCH_API void priorityRange(int* least, int* greatest);
 
-std::ostream& operator<<(std::ostream& out, const OpenRegStream& stream);
+// Whether work issued on `stream` is still pending, for the allocators' frees: those run
+// in destructors, which must not throw. In a child forked after the runtime started, the
+// parent's streams are out of reach and nothing runs on them, so they are idle there;
+// any other error throws as OPENREG_QUERY does.
+OPENREG_TORCH_API bool has_pending_work(orStream_t stream);
+
+// The stream whose kernel this thread is running (nullptr outside kernels). Memory a
+// kernel frees on its own stream may be reused by it at once (see the allocator).
+OPENREG_TORCH_API orStream_t running_kernel_stream();
+
+// Marks this thread as running a kernel of `stream` for the guard's lifetime (set by
+// the launch point, execution/DeviceLaunch.h).
+class OPENREG_TORCH_API RunningKernel {
+ public:
+  explicit RunningKernel(orStream_t stream);
+  ~RunningKernel();
+  RunningKernel(const RunningKernel&) = delete;
+  RunningKernel& operator=(const RunningKernel&) = delete;
+
+ private:
+  orStream_t previous_;
+};
 
 } // namespace c10::openreg
+
+// Streams key hash sets (the pinned host cache records which streams used a block).
+template <>
+struct std::hash<c10::openreg::OpenRegStream> {
+  size_t operator()(const c10::openreg::OpenRegStream& stream) const noexcept {
+    return std::hash<c10::Stream>()(stream.unwrap());
+  }
+};

@@ -13,8 +13,6 @@ def _autoload() -> None:
 
 # Defined before `import torch`: importing this package first makes torch run its
 # entry points, which look `_autoload` up on this (partially initialised) module.
-import os  # noqa: E402
-
 import torch  # noqa: E402
 
 from ._version_guard import check_torch_version  # noqa: E402
@@ -30,16 +28,5 @@ __all__ = ["fallback", "get_include", "get_library_dir"]
 
 register_backend(openreg)
 
-# Module.to("openreg") must keep parameters tied (e.g. a language model's embedding and
-# output layer) as .to("cuda") does. PyTorch moves parameters in place only between the
-# device types it lists (CPU, CUDA, MPS, XPU...), not PrivateUse1; for the others it
-# makes new Parameters, one per tied use. Swapping the tensors in place (the documented
-# future default) keeps them tied. Process-wide; OPENREG_SWAP_MODULE_PARAMS=0 opts out.
-if os.environ.get("OPENREG_SWAP_MODULE_PARAMS", "1") != "0":
-    torch.__future__.set_swap_module_params_on_conversion(True)
-# After every static registration is in place, direct kernels first: operators that
-# have one are not routed again (see DirectKernel.h and Fallback.h).
-_C._register_direct_kernels()
-_C._route_composite_ops_to_fallback()
 
 from ._paths import get_include, get_library_dir  # noqa: E402

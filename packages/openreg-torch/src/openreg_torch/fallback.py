@@ -15,12 +15,20 @@ takes precedence over the global fallback (``m.fallback``).
 
 from . import _C
 
-__all__ = ["mode", "allow", "deny"]
+__all__ = ["mode", "allow", "deny", "route_of"]
 
 
 def mode() -> str:
     """The fallback mode in force: "zero-copy", "copy" or "selective"."""
     return _C._fallback_mode()
+
+
+def route_of(operator: str) -> str:
+    """Which route serves `operator` (e.g. "aten::add.Tensor") on openreg now: "direct
+    kernel", "zero-copy fallback", "copy fallback", "composite" (PyTorch decomposes it
+    into other operators), "own kernel" (an openreg kernel of its own, in this package or
+    another, e.g. openreg-ops-extra) or "denied" (it raises NotImplementedError)."""
+    return _C._route_of(operator)
 
 
 def allow(*operators: str) -> None:

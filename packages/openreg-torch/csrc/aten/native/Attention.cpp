@@ -3,7 +3,7 @@
 #include <ATen/ops/_fused_sdp_choice.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
-#include "aten/native/KernelView.h"
+#include "execution/KernelView.h"
 
 namespace at::native::openreg {
 

@@ -3,8 +3,7 @@
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 
-#include "aten/native/DeviceKernel.h"
-#include "aten/native/KernelView.h"
+#include "execution/RunOnDevice.h"
 
 namespace at::native::openreg {
 
@@ -14,13 +13,15 @@ Tensor convolution_overrideable(const Tensor& input, const Tensor& weight,
                                 c10::IntArrayRef padding, c10::IntArrayRef dilation,
                                 bool transposed, c10::IntArrayRef output_padding,
                                 int64_t groups) {
-  return run_cpu_kernel(input.device(), [&] {
-    const std::optional<Tensor> bias_view =
-        bias.has_value() && bias->defined() ? std::optional<Tensor>(kernel_alias(*bias))
-                                            : std::nullopt;
-    return at::convolution(kernel_alias(input), kernel_alias(weight), bias_view, stride,
-                           padding, dilation, transposed, output_padding, groups);
-  });
+  // PyTorch's own convolution, on the CPU: it picks the CPU's algorithm (mkldnn...).
+  return run_on_device<Tensor>(
+      "aten::convolution_overrideable",
+      [&](const Tensor& input_view, const Tensor& weight_view,
+          const std::optional<Tensor>& bias_view) {
+        return at::convolution(input_view, weight_view, bias_view, stride, padding, dilation,
+                               transposed, output_padding, groups);
+      },
+      input, weight, bias);
 }
 // DOC END: convolution
 
@@ -32,12 +33,15 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward_overrideable(
   // The bias gradient needs the bias shape: one value per output channel.
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
   const std::vector<int64_t> bias_sizes{out_channels};
-  return run_cpu_kernel(input.device(), [&] {
-    return at::convolution_backward(
-        kernel_alias(grad_output), kernel_alias(input), kernel_alias(weight),
-        output_mask[2] ? at::OptionalIntArrayRef(bias_sizes) : std::nullopt, stride, padding,
-        dilation, transposed, output_padding, groups, output_mask);
-  });
+  return run_on_device<std::tuple<Tensor, Tensor, Tensor>>(
+      "aten::convolution_backward_overrideable",
+      [&](const Tensor& grad_output_view, const Tensor& input_view, const Tensor& weight_view) {
+        return at::convolution_backward(
+            grad_output_view, input_view, weight_view,
+            output_mask[2] ? at::OptionalIntArrayRef(bias_sizes) : std::nullopt, stride,
+            padding, dilation, transposed, output_padding, groups, output_mask);
+      },
+      grad_output, input, weight);
 }
 
 } // namespace at::native::openreg

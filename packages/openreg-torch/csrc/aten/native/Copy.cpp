@@ -6,11 +6,10 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "aten/native/KernelView.h"
-#include "runtime/OpenRegException.h"
+#include "execution/DeviceCall.h"
+#include "execution/DeviceLaunch.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegHostAllocator.h"
-#include "runtime/OpenRegKernelLaunch.h"
 #include "runtime/OpenRegStream.h"
 
 namespace at::native::openreg {
@@ -42,8 +41,7 @@ void flat_copy(const Tensor& src, const Tensor& dst, const OpenRegStream& stream
                bool non_blocking) {
   const orMemcpyKind kind = kind_of(src, dst);
   const Tensor& host = kind == orMemcpyHostToDevice ? src : dst;
-  OPENREG_CHECK(orMemcpyAsync(dst.data_ptr(), src.const_data_ptr(), src.nbytes(), kind,
-                              stream.stream()));
+  launch_copy(dst.data_ptr(), src.const_data_ptr(), src.nbytes(), kind, stream);
   if (kind == orMemcpyDeviceToDevice) {
     return;  // ordered on the stream like any other device work
   }
@@ -57,13 +55,14 @@ void flat_copy(const Tensor& src, const Tensor& dst, const OpenRegStream& stream
 // DOC END: copy-flat
 
 // Any other copy (dtype conversion, strided layouts, conjugation) is a kernel: PyTorch's
-// CPU copy runs directly on the kernel views of the device tensors.
-void kernel_copy(const Tensor& src, const Tensor& dst, const OpenRegStream& stream) {
-  c10::openreg::launch_kernel(stream, [&] {
-    const Tensor src_view = is_device(src) ? kernel_alias(src) : src;
-    const Tensor dst_view = is_device(dst) ? kernel_alias(dst) : dst;
-    dst_view.copy_(src_view);
-  });
+// CPU copy runs directly on the kernel views of the device tensors. Its operands may
+// be on the host and on two devices: the device is decided by _copy_from.
+void kernel_copy(const Tensor& src, const Tensor& dst, c10::Device device) {
+  DeviceCall call("aten::_copy_from");
+  call.use_device(device);
+  const Tensor src_view = call.alias(src);
+  const Tensor dst_view = call.alias(dst);
+  call.launch([&] { dst_view.copy_(src_view); }, Allocations::Host);
 }
 
 } // namespace
@@ -87,7 +86,7 @@ Tensor _copy_from(const Tensor& source, const Tensor& dst, bool non_blocking) {
   if (is_flat_copy(self, dst)) {
     flat_copy(self, dst, stream, non_blocking);
   } else {
-    kernel_copy(self, dst, stream);
+    kernel_copy(self, dst, device_side.device());
   }
   return dst;
 }

@@ -5,41 +5,37 @@
 #include <torch/library.h>
 
 #include <cstdlib>
-#include <memory>
-#include <mutex>
 #include <string_view>
 
-#include "aten/native/CallDevice.h"
+#include "execution/DeviceCall.h"
 #include "runtime/OpenRegGenerator.h"
 
 namespace at::native::openreg {
 namespace {
 
-// The device an operator runs on: that of its openreg tensors, or of a device argument
-// (factory functions), rejecting the mixes CUDA rejects (see CallDevice).
-std::optional<c10::Device> find_device(const c10::OperatorHandle& op,
-                                       const torch::jit::Stack& arguments_end_at,
+// The call's device: that of its openreg tensors, or of a device argument (factory
+// functions), rejecting the mixes CUDA rejects (see CallDevice).
+std::optional<c10::Device> find_device(DeviceCall& call, const torch::jit::Stack& stack,
                                        size_t first) {
-  CallDevice device(op.schema().name());
-  for (size_t index = first; index < arguments_end_at.size(); ++index) {
-    const c10::IValue& value = arguments_end_at[index];
+  for (size_t index = first; index < stack.size(); ++index) {
+    const c10::IValue& value = stack[index];
     if (value.isTensor()) {
-      device.note_operand(value.toTensor());
+      call.note_operand(value.toTensor());
     } else if (value.isTensorList()) {
       for (const at::Tensor& tensor : value.toTensorList()) {
-        device.note_operand(tensor);
+        call.note_operand(tensor);
       }
     } else if (value.isList()) {  // Tensor?[] indices
       for (const c10::IValue& element : value.toListRef()) {
         if (element.isTensor()) {
-          device.note_index(element.toTensor());
+          call.note_index(element.toTensor());
         }
       }
     } else if (value.isDevice()) {
-      device.note_device_argument(value.toDevice());
+      call.note_device_argument(value.toDevice());
     }
   }
-  return device.device();
+  return call.find_device();
 }
 
 // DOC START: generator-substitution
@@ -77,11 +73,11 @@ void substitute_generators(const c10::OperatorHandle& op, torch::jit::Stack* sta
 
 } // namespace
 
-std::optional<c10::Device> prepare_stack(const c10::OperatorHandle& op,
-                                         torch::jit::Stack* stack) {
+std::optional<c10::Device> prepare_stack(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                                         DeviceCall& call) {
   const size_t count = op.schema().arguments().size();
   const size_t first = stack->size() - count;
-  const std::optional<c10::Device> device = find_device(op, *stack, first);
+  const std::optional<c10::Device> device = find_device(call, *stack, first);
   substitute_generators(op, stack, first, device);
   return device;
 }
@@ -124,6 +120,8 @@ namespace {
                               ", see openreg_torch.fallback).");
 }
 
+} // namespace
+
 // The way an allowed operator falls back: the copy mode copies, every other zero-copies.
 void allowed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (fallback_mode() == FallbackMode::Copy) {
@@ -137,8 +135,6 @@ void denied_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   raise_not_implemented(op);
 }
 
-} // namespace
-
 // DOC START: openreg-fallback
 void openreg_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (fallback_mode() == FallbackMode::Selective) {
@@ -147,29 +143,6 @@ void openreg_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   allowed_fallback(op, stack);
 }
 // DOC END: openreg-fallback
-
-// DOC START: selective-fallback
-void register_fallback_for(const std::string& op_name, bool allow) {
-  static std::mutex mutex;
-  static std::vector<std::unique_ptr<torch::Library>> libraries;
-  const std::lock_guard<std::mutex> lock(mutex);
-  // "aten::add.Tensor" -> ("aten::add", "Tensor")
-  const size_t separator = op_name.find("::");
-  TORCH_CHECK(separator != std::string::npos, "openreg: expected a qualified operator name such "
-              "as 'aten::add.Tensor', got '", op_name, "'");
-  const size_t dot = op_name.find('.', separator);
-  const c10::OperatorName name(op_name.substr(0, dot),
-                               dot == std::string::npos ? "" : op_name.substr(dot + 1));
-  TORCH_CHECK(c10::Dispatcher::singleton().findOp(name).has_value(), "openreg: no operator named '",
-              op_name, "'");
-  auto library = std::make_unique<torch::Library>(
-      torch::Library::IMPL, op_name.substr(0, separator), c10::DispatchKey::PrivateUse1,
-      __FILE__, __LINE__);
-  library->impl(op_name.c_str(), allow ? torch::CppFunction::makeFromBoxedFunction<&allowed_fallback>()
-                               : torch::CppFunction::makeFromBoxedFunction<&denied_fallback>());
-  libraries.push_back(std::move(library));
-}
-// DOC END: selective-fallback
 
 namespace {
 
@@ -199,6 +172,8 @@ bool on_one_device(const c10::OperatorHandle& op, const torch::jit::Stack& stack
   return one;
 }
 
+} // namespace
+
 // DOC START: foreach-fallback
 // Foreach operators: one fallback call for a whole list on one device, instead of one
 // per tensor. Lists spanning devices are allowed (as on CUDA, whose fast path also
@@ -213,55 +188,10 @@ void foreach_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 // DOC END: foreach-fallback
 
-} // namespace
-
-// DOC START: route-composite
-size_t route_composite_ops_to_fallback() {
-  static std::mutex mutex;
-  static std::unique_ptr<torch::Library> library;
-  static size_t routed = 0;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (library != nullptr || fallback_mode() == FallbackMode::Selective) {
-    return routed;
-  }
-  library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
-                                             c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-  auto& dispatcher = c10::Dispatcher::singleton();
-  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
-    const auto op = dispatcher.findOp(name);
-    if (!op.has_value() || name.name.rfind("aten::", 0) != 0 ||
-        op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
-      continue;
-    }
-    const bool cpu_kernel = op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
-    const bool composite =
-        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
-        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
-    const bool foreach = name.name.rfind("aten::_foreach_", 0) == 0;
-    // mode.values: its composite rejects devices other than CPU, CUDA and XPU.
-    const bool device_checking_composite = name.name == "aten::mode" &&
-                                           name.overload_name == "values";
-    // The CPU's own kernel instead of the composite; foreach lists in one call.
-    const bool cpu_instead = composite && (cpu_kernel || device_checking_composite);
-    const bool whole_list = composite && foreach && !cpu_kernel;
-    if (!cpu_instead && !whole_list) {
-      continue;
-    }
-    const std::string qualified = name.overload_name.empty()
-        ? name.name : name.name + "." + name.overload_name;
-    library->impl(qualified.c_str(),
-                  whole_list ? torch::CppFunction::makeFromBoxedFunction<&foreach_fallback>()
-                             : torch::CppFunction::makeFromBoxedFunction<&openreg_fallback>());
-    routed += 1;
-  }
-  return routed;
-}
-// DOC END: route-composite
-
 // DOC START: cpu-copy-fallback
 void cpu_copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const std::optional<c10::Device> device = prepare_stack(op, stack);
-  const c10::OptionalDeviceGuard guard(device);
+  DeviceCall call(op.schema().name());  // checks operands and makes the device current
+  prepare_stack(op, stack, call);
   at::native::cpu_fallback(op, stack, /*error_on_views=*/false);
 }
 // DOC END: cpu-copy-fallback

@@ -4,6 +4,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include "execution/DeviceCall.h"
 #include "runtime/OpenRegMacros.h"
 
 namespace at::native::openreg {
@@ -22,28 +23,14 @@ OPENREG_TORCH_API const char* fallback_mode_name(FallbackMode mode);
 // The boxed function registered for every operator (m.fallback): dispatches by mode.
 void openreg_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
-// Selective fallback, per operator (m.impl): `allow` lets `op_name` fall back (in the
-// zero-copy or copy way, whichever the mode's default is) even in selective mode;
-// `deny` makes it raise NotImplementedError even when everything else falls back.
-OPENREG_TORCH_API void register_fallback_for(const std::string& op_name, bool allow);
+// Per-operator fallbacks (m.impl): `allowed_fallback` falls back (in the zero-copy or
+// copy way, whichever the mode's default is) even in selective mode; `denied_fallback`
+// raises NotImplementedError even when everything else falls back.
+void allowed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+void denied_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
-// PyTorch serves some operators on PrivateUse1 with a composite kernel although the CPU
-// has its own; running the CPU kernel through the fallback is faster or more exact:
-//   - structured operators (exp, add, sum...): the composite computes the output's
-//     metadata, allocates it, then calls the out= variant (which falls back); the CPU's
-//     functional and in-place kernels build their iterator once, not twice;
-//   - CompositeExplicitAutograd operators with a CPU kernel (native_layer_norm, addr,
-//     _stack...): the composite is a decomposition, not the CPU's numerics;
-//   - foreach operators: one call for the whole list instead of one per tensor.
-// Registers the fallback per operator for every such aten operator that has no openreg
-// kernel (not in selective mode, where nothing may fall back unless allowed). Returns
-// how many were routed.
-OPENREG_TORCH_API size_t route_composite_ops_to_fallback();
-
-// Registers direct (unboxed) kernels for the hottest operators (DirectKernels.cpp);
-// zero-copy mode only: the copy and selective modes keep the seed's behaviour for
-// every operator. Call before route_composite_ops_to_fallback. Returns how many.
-OPENREG_TORCH_API size_t register_direct_kernels();
+// Foreach operators: the whole list in one fallback call when it lives on one device.
+void foreach_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // The copy fallback of the seed documents: inputs are copied to the CPU, the CPU
 // kernel runs, results are copied back (at::native::cpu_fallback), after the
@@ -53,10 +40,11 @@ void cpu_copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // The default: the CPU kernel runs directly on device memory (ZeroCopyFallback.cpp).
 void zero_copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
-// Inspects the stack before a CPU kernel runs on openreg data: rejects tensors on two
-// different openreg devices, and replaces openreg generators (or a missing one) by the
-// CPU generator they wrap. Returns the device the operator runs on (nullopt if none).
-std::optional<c10::Device> prepare_stack(const c10::OperatorHandle& op,
-                                         torch::jit::Stack* stack);
+// Step 1 of the execution layer for a boxed call: notes the stack's operands on `call`
+// and finds its device (rejecting tensors on two openreg devices and CPU tensors with
+// dims), then replaces openreg generators (or a missing one) by the CPU generator they
+// wrap. Returns the device the operator runs on (nullopt if none).
+std::optional<c10::Device> prepare_stack(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                                         DeviceCall& call);
 
 } // namespace at::native::openreg

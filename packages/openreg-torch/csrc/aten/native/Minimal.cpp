@@ -1,6 +1,7 @@
 #include "aten/native/Minimal.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
@@ -10,12 +11,9 @@
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 
-#include "aten/native/KernelView.h"
+#include "execution/RunOnDevice.h"
 #include "runtime/OpenRegDeviceAllocator.h"
-#include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
-#include "runtime/OpenRegKernelLaunch.h"
-#include "runtime/OpenRegStream.h"
 
 namespace at::native::openreg {
 namespace {
@@ -44,9 +42,10 @@ void ensure_storage_fits(const Tensor& self) {
   }
   const size_t needed = at::detail::computeStorageNbytes(
       impl->sizes(), impl->strides(), impl->dtype().itemsize(), impl->storage_offset());
-  c10::StorageImpl* storage = impl->unsafe_storage().unsafeGetStorageImpl();
-  if (needed > storage->nbytes()) {
-    resize_storage_bytes(storage, needed);
+  const c10::Storage& storage = impl->unsafe_storage();
+  if (needed > storage.nbytes()) {
+    // The hook PyTorch itself calls to resize openreg storages (OpenRegHooks.cpp).
+    at::detail::getPrivateUse1Hooks().resizePrivateUse1Bytes(storage, needed);
   }
 }
 
@@ -91,19 +90,6 @@ Tensor _reshape_alias(const Tensor& self, c10::IntArrayRef size, c10::IntArrayRe
 }
 
 // DOC START: resize
-void resize_storage_bytes(c10::StorageImpl* storage, size_t new_bytes) {
-  TORCH_CHECK(storage->resizable(), "openreg: trying to resize storage that is not resizable");
-  const c10::DeviceGuard guard(storage->device());
-  c10::DataPtr fresh = c10::openreg::getDeviceAllocator().allocate(new_bytes);
-  const size_t kept = std::min(storage->nbytes(), new_bytes);
-  if (kept > 0) {
-    OPENREG_CHECK(orMemcpyAsync(fresh.get(), storage->data(), kept, orMemcpyDeviceToDevice,
-                                c10::openreg::getCurrentOpenRegStream().stream()));
-  }
-  storage->set_data_ptr_noswap(std::move(fresh));
-  storage->set_nbytes(new_bytes);
-}
-
 const Tensor& resize_(const Tensor& self, c10::IntArrayRef size,
                       std::optional<c10::MemoryFormat> memory_format) {
   auto* impl = self.unsafeGetTensorImpl();
@@ -125,12 +111,9 @@ const Tensor& resize_(const Tensor& self, c10::IntArrayRef size,
 c10::Scalar _local_scalar_dense(const Tensor& self) {
   // .item(): read the element through the kernel view, in stream order (so it waits
   // for the work that produces it, as a CUDA .item() synchronises).
-  const c10::DeviceGuard guard(self.device());
-  c10::Scalar value;
-  c10::openreg::launch_kernel(c10::openreg::getCurrentOpenRegStream(), [&] {
-    value = at::native::_local_scalar_dense_cpu(kernel_alias(self));
-  });
-  return value;
+  return run_on_device<c10::Scalar>(
+      "aten::_local_scalar_dense",
+      [](const Tensor& alias) { return at::native::_local_scalar_dense_cpu(alias); }, self);
 }
 // DOC END: local-scalar-dense
 

@@ -30,7 +30,4 @@ at::Tensor& set_source_Tensor(at::Tensor& self, const at::Tensor& source);
 at::Tensor& set_empty(at::Tensor& self);
 void record_stream(at::Tensor& self, c10::Stream stream);
 
-// Grows (or shrinks) a storage's bytes, keeping the common prefix.
-void resize_storage_bytes(c10::StorageImpl* storage, size_t new_bytes);
-
 } // namespace at::native::openreg

@@ -1,8 +1,8 @@
 // The zero-copy fallback: any operator without an openreg kernel runs PyTorch's CPU
-// kernel directly on device memory. Device tensors are handed to the CPU kernel as
-// aliases of their kernel view; CPU allocations the kernel makes on this thread come
-// from device memory, so fresh results are adopted as device tensors without a copy
-// (the rules are AliasedCall's).
+// kernel directly on device memory. It is the boxed adapter of the execution layer
+// (execution/DeviceCall.h): the stack's device tensors are swapped for kernel-view
+// aliases, the CPU kernel is launched with its allocations routed to the device, and
+// its results are mapped back in place on the stack by the schema's aliasing rules.
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceGuard.h>
@@ -10,8 +10,8 @@
 
 #include <deque>
 
-#include "aten/native/AliasedCall.h"
 #include "aten/native/Fallback.h"
+#include "execution/DeviceCall.h"
 
 namespace at::native::openreg {
 namespace {
@@ -20,15 +20,18 @@ namespace {
 // kernel run, results mapped back in place on the stack.
 class FallbackCall {
  public:
-  FallbackCall(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::Device device)
-      : op_(op), stack_(*stack), call_(device, op.schema().name()),
+  FallbackCall(const c10::OperatorHandle& op, torch::jit::Stack* stack)
+      : op_(op), stack_(*stack), call_(op.schema().name()),
         first_(stack->size() - op.schema().arguments().size()) {}
 
   void run() {
+    TORCH_CHECK(prepare_stack(op_, &stack_, call_).has_value(), "openreg: ",
+                op_.schema().name(),
+                " reached the openreg fallback without an openreg tensor or device argument");
     alias_inputs();
     call_.launch([&] {
       op_.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack_);
-    });
+    }, Allocations::Routed);
     call_.write_back();
     map_results();
   }
@@ -140,7 +143,7 @@ class FallbackCall {
 
   const c10::OperatorHandle& op_;
   torch::jit::Stack& stack_;
-  AliasedCall call_;
+  DeviceCall call_;
   const size_t first_;
   c10::SmallVector<c10::IValue, 8> originals_;
   std::deque<at::Tensor> list_elements_;  // never moves its elements
@@ -150,11 +153,7 @@ class FallbackCall {
 
 // DOC START: zero-copy-fallback
 void zero_copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const std::optional<c10::Device> device = prepare_stack(op, stack);
-  TORCH_CHECK(device.has_value(), "openreg: ", op.schema().name(),
-              " reached the openreg fallback without an openreg tensor or device argument");
-  const c10::DeviceGuard guard(*device);
-  FallbackCall(op, stack, *device).run();
+  FallbackCall(op, stack).run();
 }
 // DOC END: zero-copy-fallback
 

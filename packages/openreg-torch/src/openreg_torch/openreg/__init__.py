@@ -30,6 +30,7 @@ __all__ = [
     "is_initialized",
     "get_device_name",
     "get_device_properties",
+    "get_device_capability",
     "get_amp_supported_dtype",
     "is_bf16_supported",
     *_memory_all,
@@ -44,9 +45,8 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    """Number of openreg devices (OPENREG_DEVICE_COUNT, default 2)."""
-    if _is_in_bad_fork():
-        return 0
+    """Number of openreg devices (OPENREG_DEVICE_COUNT, default 2). Never initialises
+    the runtime; like torch.cuda's, it still reports the devices in a bad fork."""
     return _C._get_device_count()
 
 
@@ -101,10 +101,18 @@ def synchronize(device=None) -> None:
 
 
 def get_device_properties(device=None) -> Any:
-    """Name, total memory, processors and version of `device`."""
+    """Name, total memory, processors, version and memory alignment of `device`: the
+    runtime's own `openreg_runtime.DeviceProperties`."""
+    import openreg_runtime  # the runtime's binding; imported on first use only
+
     _lazy_init()
-    properties = _C._get_device_properties(_device_index(device))
-    return _DeviceProperties(**properties)
+    return openreg_runtime.get_device_properties(_device_index(device))
+
+
+def get_device_capability(device=None) -> tuple[int, int]:
+    """(major, minor) of `device`, as torch.cuda.get_device_capability returns."""
+    properties = get_device_properties(device)
+    return properties.major, properties.minor
 
 
 def get_device_name(device=None) -> str:
@@ -120,26 +128,9 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     return True
 
 
-class _DeviceProperties:
-    def __init__(self, name: str, total_memory: int, multi_processor_count: int, major: int,
-                 minor: int):
-        self.name = name
-        self.total_memory = total_memory
-        self.multi_processor_count = multi_processor_count
-        self.major = major
-        self.minor = minor
-
-    def __repr__(self) -> str:
-        return (f"_OpenRegDeviceProperties(name='{self.name}', major={self.major}, "
-                f"minor={self.minor}, total_memory={self.total_memory // 2**20}MB, "
-                f"multi_processor_count={self.multi_processor_count})")
-
-
 def __getattr__(name: str) -> Any:
     # torch.utils.checkpoint reads `torch.<device>._initialized` to decide whether to
     # save and restore the device RNG state: a live view of the lazy-init flag.
     if name == "_initialized":
-        from . import _lazy
-
-        return _lazy._initialized
+        return is_initialized()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

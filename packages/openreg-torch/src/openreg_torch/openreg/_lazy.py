@@ -3,9 +3,13 @@
 The runtime starts on first real use. Calls made before that which must not start it
 (seeding) are queued and replayed at initialisation. A child forked after the parent
 initialised cannot use the device: its device memory was not inherited.
+
+The runtime owns the bad-fork state, as torch.cuda leaves it to its C++ layer: only
+the runtime knows whether device memory was mapped (a C++ caller, e.g. a device count
+or an allocation, may have started it without this module), and every runtime call in a
+bad fork already fails. Python asks it rather than keeping a second flag at fork time.
 """
 
-import os
 import threading
 import traceback
 from collections.abc import Callable
@@ -13,18 +17,17 @@ from collections.abc import Callable
 from .. import _C
 
 _initialized = False
-_in_bad_fork = False
 _lock = threading.RLock()
 _queued_calls: list[tuple[Callable[[], None], list[str]]] = []
 
 
 def is_initialized() -> bool:
     """Whether the openreg runtime has been initialised in this process."""
-    return _initialized and not _in_bad_fork
+    return _initialized and not _is_in_bad_fork()
 
 
 def _is_in_bad_fork() -> bool:
-    return _in_bad_fork
+    return _C._is_in_bad_fork()
 
 
 def _lazy_call(callable: Callable[[], None]) -> None:
@@ -44,7 +47,7 @@ def _lazy_init() -> None:
     with _lock:
         if is_initialized():
             return
-        if _in_bad_fork:
+        if _is_in_bad_fork():
             raise RuntimeError(
                 "Cannot re-initialize openreg in forked subprocess. To use openreg with "
                 "multiprocessing, you must use the 'spawn' start method"
@@ -61,13 +64,4 @@ def _lazy_init() -> None:
                     f"{error}\n\nopenreg call was originally invoked at:\n\n{''.join(origin)}"
                 ) from error
 
-
-def _after_fork_in_child() -> None:
-    global _initialized, _in_bad_fork
-    if _initialized:
-        _initialized = False
-        _in_bad_fork = True
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
 # DOC END: lazy-init

@@ -23,6 +23,10 @@ __all__ = [
     "reset_peak_memory_stats",
     "reset_accumulated_memory_stats",
     "mem_get_info",
+    "host_memory_stats",
+    "host_memory_stats_as_nested_dict",
+    "reset_peak_host_memory_stats",
+    "reset_accumulated_host_memory_stats",
 ]
 
 
@@ -69,3 +73,39 @@ def mem_get_info(device=None) -> tuple[int, int]:
     """(free, total) bytes of `device` as the device sees them."""
     _lazy_init()
     return torch._C._accelerator_getMemoryInfo(_device_index(device))
+
+
+def host_memory_stats() -> OrderedDict[str, Any]:
+    """The pinned host allocator's statistics, flattened and keyed as
+    torch.cuda.host_memory_stats is: "allocations.*" and "allocated_bytes.*" count the
+    blocks the cache holds (in use or cached), "active_requests.*" and "active_bytes.*"
+    those in use; each with "current", "peak", "allocated" and "freed". "num_host_alloc"
+    and "num_host_free" count pinned allocations made and returned, and
+    "host_alloc_time.*" / "host_free_time.*" their duration in microseconds. Sizes are
+    rounded up to a power of two."""
+    result = []
+
+    def flatten(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                flatten(f"{prefix}.{key}" if prefix else key, item)
+        else:
+            result.append((prefix, value))
+
+    flatten("", host_memory_stats_as_nested_dict())
+    return OrderedDict(sorted(result))
+
+
+def host_memory_stats_as_nested_dict() -> dict[str, Any]:
+    """host_memory_stats() as a nested dictionary."""
+    return _C._host_memory_stats()
+
+
+def reset_peak_host_memory_stats() -> None:
+    """Reset the "peak" values of host_memory_stats() to the current ones."""
+    _C._reset_peak_host_memory_stats()
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    """Reset the "allocated" and "freed" values of host_memory_stats()."""
+    _C._reset_accumulated_host_memory_stats()

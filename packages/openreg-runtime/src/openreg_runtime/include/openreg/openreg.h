@@ -20,7 +20,7 @@
  * default stream of the current device.
  *
  * Environment:
- *   OPENREG_DEVICE_COUNT   number of devices (default 2, 0..64)
+ *   OPENREG_DEVICE_COUNT   number of devices (default 2, 0..OR_MAX_DEVICES)
  *   OPENREG_DEVICE_MEMORY  capacity of each device, e.g. "8GiB", "512MiB",
  *                          "1073741824" (default 8GiB)
  *   OPENREG_FAULT_FD       optional extra file descriptor that receives the
@@ -47,6 +47,13 @@ extern "C" {
 #endif
 
 #define OPENREG_RUNTIME_VERSION 1000 /* 1.0: major * 1000 + minor * 10 */
+
+/* The most devices OPENREG_DEVICE_COUNT may configure: code that keeps state per
+ * device may size fixed tables by it. */
+#define OR_MAX_DEVICES 64
+/* Every orMalloc pointer is aligned to this many bytes, and every allocation
+ * occupies a multiple of it (also orDeviceProp.memoryAlignment). */
+#define OR_MEMORY_ALIGNMENT 512
 
 /* ---------------------------------------------------------------- errors */
 
@@ -105,6 +112,17 @@ typedef struct orDeviceProp {
 
 /* Number of devices. Never fails once initialised; *count is 0 when none. */
 OR_API orError_t orGetDeviceCount(int* count);
+/* Number of devices, from the configuration alone: never initialises the
+ * runtime (cf. NVML's nvmlDeviceGetCount), so a process that asks may still
+ * fork children that use the device. The configuration is read once per
+ * process, by this call or by initialisation, whichever comes first. In a
+ * forked child it reports the configured count. orErrorInitializationError
+ * when an OPENREG_* variable is malformed. */
+OR_API orError_t orGetDeviceCountNoInit(int* count);
+/* *inBadFork = 1 if this process was forked from one that had initialised
+ * the runtime (every other call then fails with orErrorForkedProcess), else
+ * 0. Never initialises. The runtime is the one owner of this state. */
+OR_API orError_t orIsInBadFork(int* inBadFork);
 /* Set the calling thread's current device. orErrorInvalidDevice when out of
  * range. */
 OR_API orError_t orSetDevice(int device);

@@ -1,4 +1,4 @@
-#include "aten/native/CallDevice.h"
+#include "execution/CallDevice.h"
 
 namespace at::native::openreg {
 

@@ -1,4 +1,4 @@
-#include "aten/native/KernelView.h"
+#include "execution/KernelView.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>

@@ -1,13 +1,11 @@
-#include "native/DeviceLoops.h"
+#include "execution/DeviceLoops.h"
 
-#include <c10/core/DeviceGuard.h>
 #include <c10/util/SmallVector.h>
-#include <openreg/openreg.h>
-#include <openreg_torch/runtime/OpenRegException.h>
-#include <openreg_torch/runtime/OpenRegKernelLaunch.h>
-#include <openreg_torch/runtime/OpenRegStream.h>
 
-namespace at::native::openreg_extra {
+#include "execution/DeviceCall.h"
+#include "runtime/OpenRegException.h"
+
+namespace at::native::openreg {
 namespace {
 
 // How far the kernel view of an operand's memory is from its device view. Zero for a
@@ -25,20 +23,22 @@ std::ptrdiff_t kernel_view_shift(const TensorIteratorBase& iter, int arg) {
 } // namespace
 
 // DOC START: launch-elementwise
-void launch_elementwise(TensorIteratorBase& iter, KernelLoop2d loop) {
+void launch_elementwise(TensorIteratorBase& iter, std::string_view name, KernelLoop2d loop) {
   if (iter.numel() == 0) {
     return;  // nothing to touch (and an empty operand may have no memory at all)
   }
-  const c10::Device device = iter.device();
-  TORCH_CHECK(device.type() == c10::kPrivateUse1,
-              "openreg_ops_extra: expected openreg tensors, got tensors on ", device);
+  // TensorIterator already checked its operands' devices (CPU scalars allowed).
+  TORCH_CHECK(iter.device().type() == c10::kPrivateUse1, "openreg: ", name,
+              " expected openreg tensors, got tensors on ", iter.device());
+  DeviceCall call(name);
+  call.use_device(iter.device());
   const int ntensors = iter.ntensors();
   c10::SmallVector<std::ptrdiff_t, 4> shift(ntensors);
   for (int arg = 0; arg < ntensors; ++arg) {
     shift[arg] = kernel_view_shift(iter, arg);
   }
-  const c10::DeviceGuard guard(device);
-  c10::openreg::launch_kernel(c10::openreg::getCurrentOpenRegStream(device.index()), [&] {
+  // The outputs exist already: nothing fresh to route.
+  call.launch([&] {
     iter.for_each([&](char** data, const int64_t* strides, int64_t size0, int64_t size1) {
       c10::SmallVector<char*, 4> kernel_data;
       for (int arg = 0; arg < ntensors; ++arg) {
@@ -46,8 +46,8 @@ void launch_elementwise(TensorIteratorBase& iter, KernelLoop2d loop) {
       }
       loop(kernel_data.data(), strides, size0, size1);
     });
-  });
+  }, Allocations::Host);
 }
 // DOC END: launch-elementwise
 
-} // namespace at::native::openreg_extra
+} // namespace at::native::openreg

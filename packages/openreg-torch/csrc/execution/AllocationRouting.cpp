@@ -1,8 +1,8 @@
-#include "aten/native/AllocationRouting.h"
+#include "execution/AllocationRouting.h"
 
 #include <c10/core/CPUAllocator.h>
 
-#include "aten/native/KernelView.h"
+#include "execution/KernelView.h"
 #include "runtime/OpenRegDeviceAllocator.h"
 #include "runtime/OpenRegException.h"
 
@@ -28,8 +28,10 @@ void free_any(void* pointer) {
 }
 
 // DOC START: routing-allocator
-// Installed once as PyTorch's CPU allocator. Off the routing threads it forwards to
-// the allocator it replaced; on them it hands out device memory by its kernel address.
+// Installed once as PyTorch's CPU allocator, when the first openreg kernel runs (not
+// when the library loads: a process that never runs openreg work keeps PyTorch's own
+// CPU allocator untouched). Off the routing threads it forwards to the allocator it
+// replaced; on them it hands out device memory by its kernel address.
 class RoutingAllocator final : public c10::Allocator {
  public:
   explicit RoutingAllocator(c10::Allocator* host) : host_(host) {}
@@ -58,6 +60,7 @@ class RoutingAllocator final : public c10::Allocator {
 };
 // DOC END: routing-allocator
 
+// Installs the routing allocator on first use (thread-safe: a function-local static).
 RoutingAllocator* installed_allocator() {
   static RoutingAllocator* allocator = [] {
     c10::Allocator* host = c10::GetCPUAllocator();
@@ -68,9 +71,6 @@ RoutingAllocator* installed_allocator() {
   }();
   return allocator;
 }
-
-// Installed when the library loads, before any kernel runs.
-const RoutingAllocator* const installed_at_load = installed_allocator();
 
 } // namespace
 

@@ -1,7 +1,9 @@
-#include "aten/native/AliasedCall.h"
+#include "execution/DeviceCall.h"
 
-#include "aten/native/DeviceKernel.h"
-#include "aten/native/KernelView.h"
+#include <ATen/ops/empty_strided.h>
+
+#include "execution/KernelView.h"
+#include "runtime/OpenRegDeviceAllocator.h"
 
 namespace at::native::openreg {
 namespace {
@@ -18,17 +20,55 @@ Value* find_storage(
   return nullptr;
 }
 
+// The device storage for a fresh CPU storage the kernel allocated, if its memory came
+// from the device (routed) and nothing but the `references` result tensors holds it.
+std::optional<c10::Storage> adopt_storage(const c10::Storage& storage, size_t references,
+                                          c10::Device device) {
+  c10::StorageImpl* impl = storage.unsafeGetStorageImpl();
+  if (!is_routed(impl->data_ptr()) || storage.use_count() != references) {
+    return std::nullopt;
+  }
+  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), impl->nbytes(),
+      adopt_routed(impl->mutable_data_ptr(), device.index()),
+      &c10::openreg::getDeviceAllocator(), /*resizable=*/true));
+}
+
+// A device tensor with `like`'s sizes, strides, offset, dtype and bits over `storage`.
+at::Tensor device_tensor_over(c10::Storage storage, const at::Tensor& like) {
+  at::Tensor result = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());
+  result.unsafeGetTensorImpl()->set_sizes_and_strides(like.sizes(), like.strides(),
+                                                       like.storage_offset());
+  result._set_conj(like.is_conj());
+  result._set_neg(like.is_neg());
+  return result;
+}
+
 } // namespace
 
-at::Tensor AliasedCall::alias(const at::Tensor& original) {
+std::optional<c10::Device> DeviceCall::find_device() {
+  device_ = operands_.device();
+  if (device_.has_value()) {
+    guard_.reset_device(*device_);
+  }
+  return device_;
+}
+
+void DeviceCall::use_device(c10::Device device) {
+  device_ = device;
+  guard_.reset_device(device);
+}
+
+at::Tensor DeviceCall::alias(const at::Tensor& original) {
   return make_alias(original, /*output=*/false);
 }
 
-at::Tensor AliasedCall::alias_output(const at::Tensor& original) {
+at::Tensor DeviceCall::alias_output(const at::Tensor& original) {
   return make_alias(original, /*output=*/true);
 }
 
-at::Tensor AliasedCall::make_alias(const at::Tensor& original, bool output) {
+at::Tensor DeviceCall::make_alias(const at::Tensor& original, bool output) {
   if (!original.defined() || original.device().type() != c10::kPrivateUse1) {
     return original;  // CPU tensors go to the CPU kernel as they are
   }
@@ -39,7 +79,7 @@ at::Tensor AliasedCall::make_alias(const at::Tensor& original, bool output) {
   return alias;
 }
 
-const at::Tensor* AliasedCall::original_over(const c10::StorageImpl* alias_storage) const {
+const at::Tensor* DeviceCall::original_over(const c10::StorageImpl* alias_storage) const {
   for (const Aliased& entry : aliased_) {
     if (entry.alias.storage().unsafeGetStorageImpl() == alias_storage) {
       return entry.original;
@@ -48,7 +88,7 @@ const at::Tensor* AliasedCall::original_over(const c10::StorageImpl* alias_stora
   return nullptr;
 }
 
-const at::Tensor* AliasedCall::original_of(const at::Tensor& alias) const {
+const at::Tensor* DeviceCall::original_of(const at::Tensor& alias) const {
   for (const Aliased& entry : aliased_) {
     if (entry.alias.unsafeGetTensorImpl() == alias.unsafeGetTensorImpl()) {
       return entry.original;
@@ -60,7 +100,7 @@ const at::Tensor* AliasedCall::original_of(const at::Tensor& alias) const {
 // DOC START: zero-copy-write-back
 // out= kernels may resize their output: the new memory (routed, so on the device)
 // moves into the device storage, and the new shape onto the device tensor.
-void AliasedCall::write_back() {
+void DeviceCall::write_back() {
   for (Aliased& entry : aliased_) {
     if (!entry.output) {
       continue;
@@ -71,11 +111,11 @@ void AliasedCall::write_back() {
         alias_storage->nbytes() != device_storage->nbytes()) {
       c10::DataPtr& moved = alias_storage->mutable_data_ptr();
       if (moved.get() == nullptr) {
-        device_storage->set_data_ptr_noswap(c10::DataPtr(nullptr, device_));
+        device_storage->set_data_ptr_noswap(c10::DataPtr(nullptr, *device_));
       } else {
         TORCH_INTERNAL_ASSERT(is_routed(moved), "openreg: ", op_name_,
                               " replaced an output's memory with host memory");
-        device_storage->set_data_ptr_noswap(adopt_routed(moved, device_.index()));
+        device_storage->set_data_ptr_noswap(adopt_routed(moved, device_->index()));
       }
       device_storage->set_nbytes(alias_storage->nbytes());
     }
@@ -89,7 +129,7 @@ void AliasedCall::write_back() {
 }
 // DOC END: zero-copy-write-back
 
-void AliasedCall::count_result(const at::Tensor& result) {
+void DeviceCall::count_result(const at::Tensor& result) {
   if (!result.defined() || result.layout() != c10::kStrided) {
     return;  // sparse results have no storage; to_device() names the problem
   }
@@ -102,7 +142,7 @@ void AliasedCall::count_result(const at::Tensor& result) {
 }
 
 // DOC START: zero-copy-results
-at::Tensor AliasedCall::to_device(const at::Tensor& result) {
+at::Tensor DeviceCall::to_device(const at::Tensor& result) {
   if (!result.defined() || result.device().type() != c10::kCPU) {
     return result;
   }
@@ -118,11 +158,20 @@ at::Tensor AliasedCall::to_device(const at::Tensor& result) {
     return device_tensor_over(*adopted, result);
   }
   const size_t* references = find_storage(result_references_, storage);
-  if (auto adopted = adopt_storage(result.storage(), references ? *references : 1, device_)) {
+  if (auto adopted = adopt_storage(result.storage(), references ? *references : 1, *device_)) {
     adopted_.emplace_back(storage, *adopted);
     return device_tensor_over(std::move(*adopted), result);
   }
-  return to_device_result(result, device_);
+  return copy_to_device(result);
+}
+
+// Host memory (e.g. allocated by an intra-op worker thread) or shared: copied over.
+at::Tensor DeviceCall::copy_to_device(const at::Tensor& result) const {
+  at::Tensor copy = at::empty_strided(result.sizes(), result.strides(),
+                                      result.options().device(*device_));
+  launch_kernel(c10::openreg::getCurrentOpenRegStream(device_->index()), op_name_,
+                [&] { kernel_alias(copy).copy_(result); });
+  return copy;
 }
 // DOC END: zero-copy-results
 

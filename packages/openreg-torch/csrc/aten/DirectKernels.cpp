@@ -6,13 +6,11 @@
 #include <ATen/Operators.h>
 #include <torch/library.h>
 
-#include <memory>
-#include <mutex>
+#include "aten/DirectKernels.h"
+#include "aten/OperatorRoutes.h"
+#include "execution/RunOnDevice.h"
 
-#include "aten/native/DirectKernel.h"
-#include "aten/native/Fallback.h"
-
-namespace at::native::openreg {
+namespace at::openreg {
 namespace {
 
 template <typename Op>
@@ -20,7 +18,8 @@ void impl(torch::Library& library) {
   const std::string name = std::string(Op::name).substr(6);  // drop "aten::"
   const std::string overload = Op::overload_name;
   const std::string qualified = overload.empty() ? name : name + "." + overload;
-  library.impl(qualified.c_str(), TORCH_FN(DirectKernel<Op>::call));
+  library.impl(qualified.c_str(), TORCH_FN(at::native::openreg::DirectKernel<Op>::call));
+  note_route("aten::" + qualified, Route::DirectKernel);
 }
 
 // DOC START: direct-kernel-list
@@ -55,18 +54,8 @@ size_t register_hot_ops(torch::Library& library) {
 
 } // namespace
 
-size_t register_direct_kernels() {
-  static std::mutex mutex;
-  static std::unique_ptr<torch::Library> library;
-  static size_t registered = 0;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (library != nullptr || fallback_mode() != FallbackMode::ZeroCopy) {
-    return registered;
-  }
-  library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
-                                             c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
-  registered = register_hot_ops(*library);
-  return registered;
+size_t register_direct_kernels(torch::Library& library) {
+  return register_hot_ops(library);
 }
 
-} // namespace at::native::openreg
+} // namespace at::openreg

@@ -1,27 +1,33 @@
 #pragma once
 
-// Elementwise kernels on openreg device memory, driven by a TensorIterator.
+// The TensorIterator adapter of the execution layer (after ATen's cuda/Loops.cuh):
+// elementwise kernels that a TensorIterator drives, e.g. the kernels behind STUBs
+// (REGISTER_PRIVATEUSE1_DISPATCH).
 //
 // The operands of a TensorIterator over openreg tensors hold *device* addresses: the
 // host cannot read them (a host access faults, as with a GPU pointer). A kernel runs on
 // the *kernel view* of the same memory instead, which sits at a fixed distance from the
 // device view of each device (orGetKernelPointer). `launch_elementwise` finds that
 // distance once per operand, then runs the iterator's loops, shifted into the kernel
-// view, as one stream-ordered kernel on the current stream of the iterator's device.
+// view, as one launch on the current stream of the iterator's device.
 
 #include <ATen/TensorIterator.h>
 #include <c10/util/FunctionRef.h>
 
 #include <cstdint>
+#include <string_view>
 
-namespace at::native::openreg_extra {
+#include "runtime/OpenRegMacros.h"
+
+namespace at::native::openreg {
 
 // A TensorIterator inner loop over kernel-view addresses (see TensorIteratorBase::loop2d_t).
 using KernelLoop2d =
     c10::function_ref<void(char** data, const int64_t* strides, int64_t size0, int64_t size1)>;
 
-// Runs `loop` over every element of `iter` on its device, in stream order.
-void launch_elementwise(TensorIteratorBase& iter, KernelLoop2d loop);
+// Runs `loop` over every element of `iter` on its device, as kernel `name`, in stream order.
+OPENREG_TORCH_API void launch_elementwise(TensorIteratorBase& iter, std::string_view name,
+                                          KernelLoop2d loop);
 
 // DOC START: unary-device-loop
 // The 2-D loop of a unary operator out = op(in) (operand 0 is the output): a contiguous
@@ -49,13 +55,13 @@ void unary_loop2d(char** data, const int64_t* strides, int64_t size0, int64_t si
 
 // Runs out = op(in) elementwise over a unary iterator of scalar_t on the device.
 template <typename scalar_t, typename Op>
-void unary_device_kernel(TensorIteratorBase& iter, Op op) {
+void unary_device_kernel(TensorIteratorBase& iter, std::string_view name, Op op) {
   TORCH_INTERNAL_ASSERT(iter.ninputs() == 1 && iter.noutputs() == 1);
-  launch_elementwise(iter, [op](char** data, const int64_t* strides, int64_t size0,
-                                int64_t size1) {
+  launch_elementwise(iter, name, [op](char** data, const int64_t* strides, int64_t size0,
+                                      int64_t size1) {
     unary_loop2d<scalar_t, scalar_t>(data, strides, size0, size1, op);
   });
 }
 // DOC END: unary-device-loop
 
-} // namespace at::native::openreg_extra
+} // namespace at::native::openreg

@@ -1,0 +1,12 @@
+#pragma once
+
+// A recording observer of the launch point (execution/DeviceLaunch.h), for tests and
+// debugging: which device work the calls of a block issued, in order.
+
+#include <torch/extension.h>
+
+namespace openreg_torch {
+
+void init_device_work_log_bindings(pybind11::module_& m);
+
+} // namespace openreg_torch

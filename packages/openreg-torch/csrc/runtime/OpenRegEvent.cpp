@@ -1,0 +1,93 @@
+#include "runtime/OpenRegEvent.h"
+
+#include <c10/core/DeviceGuard.h>
+
+#include <utility>
+
+#include "runtime/OpenRegException.h"
+
+namespace c10::openreg {
+
+OpenRegEvent::~OpenRegEvent() {
+  destroy();
+}
+
+OpenRegEvent::OpenRegEvent(OpenRegEvent&& other) noexcept
+    : flags_(other.flags_),
+      device_index_(other.device_index_),
+      event_(std::exchange(other.event_, nullptr)) {}
+
+OpenRegEvent& OpenRegEvent::operator=(OpenRegEvent&& other) noexcept {
+  if (this != &other) {
+    destroy();  // unlike a plain move of the fields, the event held so far is not leaked
+    flags_ = other.flags_;
+    device_index_ = other.device_index_;
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+
+// DOC START: event-record
+void OpenRegEvent::record(const OpenRegStream& stream) {
+  if (!isCreated()) {
+    const DeviceGuard guard(stream.device());  // the runtime creates events there
+    OPENREG_CHECK(orEventCreateWithFlags(&event_, flags_));
+    device_index_ = stream.device_index();
+  }
+  // An adopted event of unknown device (-1) is checked by the runtime instead.
+  TORCH_CHECK(device_index_ < 0 || device_index_ == stream.device_index(),
+              "openreg: event on device ", static_cast<int>(device_index_),
+              " cannot be recorded on a stream of device ",
+              static_cast<int>(stream.device_index()));
+  OPENREG_CHECK(orEventRecord(event_, stream.stream()));
+}
+// DOC END: event-record
+
+void OpenRegEvent::block(const OpenRegStream& stream) const {
+  if (isCreated()) {
+    OPENREG_CHECK(orStreamWaitEvent(stream.stream(), event_, 0));
+  }
+}
+
+bool OpenRegEvent::query() const {
+  return !isCreated() || OPENREG_QUERY(orEventQuery(event_));
+}
+
+void OpenRegEvent::synchronize() const {
+  if (isCreated()) {
+    OPENREG_CHECK(orEventSynchronize(event_));
+  }
+}
+
+float OpenRegEvent::elapsed_time(const OpenRegEvent& end) const {
+  TORCH_CHECK(isCreated() && end.isCreated(),
+              "openreg: both events must be recorded before measuring elapsed time");
+  // The runtime says which event lacks timing or has not completed yet.
+  float milliseconds = 0;
+  OPENREG_CHECK(orEventElapsedTime(&milliseconds, event_, end.event_));
+  return milliseconds;
+}
+
+OpenRegEvent OpenRegEvent::adopt(orEvent_t event, DeviceIndex device) noexcept {
+  OpenRegEvent adopted;
+  adopted.event_ = event;
+  adopted.device_index_ = device;
+  return adopted;
+}
+
+orEvent_t OpenRegEvent::release() noexcept {
+  return std::exchange(event_, nullptr);
+}
+
+void OpenRegEvent::destroy() noexcept {
+  if (event_ != nullptr) {
+    // Destructors must not throw. The only failures are a forked child (which cannot
+    // reach the parent's events) or a bug; either way the error is dropped here rather
+    // than left as the thread's last error for the next call to report.
+    if (orEventDestroy(std::exchange(event_, nullptr)) != orSuccess) {
+      (void)orGetLastError();
+    }
+  }
+}
+
+} // namespace c10::openreg
