@@ -81,7 +81,7 @@ runtime_lib = openreg_runtime.get_library_dir()
 
 backend = CppExtension(
     name=LIBRARY,
-    sources=sources("runtime", "aten"),
+    sources=sources("runtime", "aten", "distributed"),
     include_dirs=[str(CSRC), runtime_include],
     library_dirs=[runtime_lib],
     libraries=["openreg"],

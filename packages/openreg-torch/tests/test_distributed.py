@@ -1,0 +1,137 @@
+"""torch.distributed on openreg: the "orccl" backend, checked by two worker processes.
+
+The checks themselves live in distributed_worker.py; both ranks run each one and compare
+openreg results with a CPU reference. One pair of workers serves the whole module
+(starting a process costs seconds; a check costs milliseconds). Every check has a
+deadline: past it both workers are killed, the test fails with their output, and the
+next test starts a fresh pair.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+WORKER = Path(__file__).with_name("distributed_worker.py")
+WORLD_SIZE = 2
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class WorkerPair:
+    """Two worker processes (ranks 0 and 1) answering check requests."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+        self.logs: list = []
+
+    def start(self) -> None:
+        env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OPENREG_DEVICE_COUNT="2",
+                   PYTHONUNBUFFERED="1")
+        for rank in range(WORLD_SIZE):
+            log = tempfile.TemporaryFile(mode="w+")
+            proc = subprocess.Popen(
+                [sys.executable, str(WORKER), str(rank), str(WORLD_SIZE)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+                env=env, start_new_session=True,
+            )
+            self.procs.append(proc)
+            self.logs.append(log)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        for log in self.logs:
+            log.close()
+        self.procs, self.logs = [], []
+
+    def output(self) -> str:
+        texts = []
+        for rank, log in enumerate(self.logs):
+            log.seek(0)
+            texts.append(f"--- rank {rank} stderr (tail) ---\n{log.read()[-4000:]}")
+        return "\n".join(texts)
+
+    def run(self, check: str, timeout: float = 60.0, **args) -> None:
+        if not self.procs:
+            self.start()
+        request = json.dumps({"check": check, "port": free_port(), "args": args}) + "\n"
+        for proc in self.procs:
+            proc.stdin.write(request)
+            proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        replies = []
+        for rank, proc in enumerate(self.procs):
+            remaining = max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([proc.stdout], [], [], remaining)
+            line = proc.stdout.readline() if ready else ""
+            if not line:
+                output = self.output()
+                self.stop()
+                reason = "timed out" if not ready else "exited"
+                pytest.fail(f"check {check!r}: rank {rank} {reason} after {timeout}s\n{output}")
+            replies.append(json.loads(line))
+        errors = [
+            f"--- rank {rank} ---\n{reply['error']}"
+            for rank, reply in enumerate(replies) if not reply["ok"]
+        ]
+        if errors:
+            pytest.fail(f"check {check!r} failed\n" + "\n".join(errors))
+
+
+@pytest.fixture(scope="module")
+def workers():
+    pair = WorkerPair()
+    yield pair
+    pair.stop()
+
+
+# --------------------------------------------------------------------- registration
+
+
+def test_registered(workers):
+    workers.run("registered")
+
+
+def test_init_process_group_without_backend(workers):
+    workers.run("init_default")
+
+
+def test_init_process_group_with_device_id(workers):
+    workers.run("init_device_id")
+
+
+def test_init_process_group_by_name(workers):
+    workers.run("init_named")
+
+
+def test_init_process_group_device_backend_pairs(workers):
+    workers.run("init_pair")
+
+
+def test_cpu_only_groups_unchanged(workers):
+    workers.run("cpu_only_groups")
+
+
+def test_gloo_group_names_the_fix_for_openreg_tensors(workers):
+    workers.run("gloo_names_fix")
+
+
+def test_new_group(workers):
+    workers.run("new_group")
