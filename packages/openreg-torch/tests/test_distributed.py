@@ -26,10 +26,15 @@ WORKER = Path(__file__).with_name("distributed_worker.py")
 WORLD_SIZE = 2
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 class WorkerPair:
@@ -71,7 +76,7 @@ class WorkerPair:
     def run(self, check: str, timeout: float = 60.0, **args) -> None:
         if not self.procs:
             self.start()
-        request = json.dumps({"check": check, "port": free_port(), "args": args}) + "\n"
+        request = json.dumps({"check": check, "ports": free_ports(4), "args": args}) + "\n"
         for proc in self.procs:
             proc.stdin.write(request)
             proc.stdin.flush()
@@ -135,3 +140,53 @@ def test_gloo_group_names_the_fix_for_openreg_tensors(workers):
 
 def test_new_group(workers):
     workers.run("new_group")
+
+
+# ------------------------------------------------------------------ stream semantics
+
+
+def test_collective_follows_its_stream(workers):
+    workers.run("stream_order")
+
+
+def test_work_wait_future_and_completion(workers):
+    workers.run("work_api")
+
+
+# ------------------------------------------------------------------------ collectives
+
+
+def test_all_reduce(workers):
+    workers.run("all_reduce")
+
+
+def test_broadcast_and_reduce(workers):
+    workers.run("broadcast_and_reduce")
+
+
+def test_all_gather(workers):
+    workers.run("all_gather")
+
+
+def test_gather_and_scatter(workers):
+    workers.run("gather_scatter")
+
+
+def test_reduce_scatter(workers):
+    workers.run("reduce_scatter")
+
+
+def test_all_to_all(workers):
+    workers.run("all_to_all")
+
+
+def test_send_recv(workers):
+    workers.run("send_recv")
+
+
+def test_coalesced(workers):
+    workers.run("coalesced")
+
+
+def test_object_collectives_on_openreg(workers):
+    workers.run("object_collectives")

@@ -49,6 +49,18 @@ std::pair<Options, at::Tensor> without_premul(const Options& opts) {
   return {sum, factor};
 }
 
+// The whole-group buffer of _allgather_base / _reduce_scatter_base may be given as the
+// concatenation of `world_size` pieces or as their stack; gloo takes the concatenation
+// only. Both are the same bytes: view a (contiguous) stack as the concatenation.
+at::Tensor as_concatenation(const at::Tensor& buffer, const at::Tensor& piece, int world_size) {
+  if (piece.dim() == 0 || buffer.dim() != piece.dim() + 1 || !buffer.is_contiguous()) {
+    return buffer;
+  }
+  std::vector<int64_t> sizes = piece.sizes().vec();
+  sizes[0] *= world_size;
+  return buffer.view(sizes);
+}
+
 bool is_p2p(OpType op_type) {
   return op_type == OpType::SEND || op_type == OpType::RECV || op_type == OpType::RECVANYSOURCE;
 }
@@ -436,7 +448,7 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::_allgather_base(at::Tensor& output
       "_allgather_base", OpType::_ALLGATHER_BASE, {&input, &output}, {output},
       [&](CollectiveLaunch& launch) {
         cpu_input = launch.input(input);
-        cpu_output = launch.output(output);
+        cpu_output = as_concatenation(launch.output(output), input, size_);
       },
       [&](Backend& gloo) { return gloo._allgather_base(cpu_output, cpu_input, opts); });
 }
@@ -569,7 +581,7 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::_reduce_scatter_base(
   return collective(
       "_reduce_scatter_base", OpType::_REDUCE_SCATTER_BASE, {&input, &output}, {output},
       [&](CollectiveLaunch& launch) {
-        cpu_input = launch.input(input, factor);
+        cpu_input = as_concatenation(launch.input(input, factor), output, size_);
         cpu_output = launch.output(output);
       },
       [&](Backend& gloo) { return gloo._reduce_scatter_base(cpu_output, cpu_input, options); });
