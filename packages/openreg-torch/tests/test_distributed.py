@@ -190,3 +190,14 @@ def test_coalesced(workers):
 
 def test_object_collectives_on_openreg(workers):
     workers.run("object_collectives")
+
+
+# -------------------------------------------------------------------------------- DDP
+
+DDP_VARIANTS = ["default", "small_buckets", "bucket_views", "fp16_hook", "bf16_hook",
+                "no_sync", "find_unused", "static_graph", "device_ids"]
+
+
+@pytest.mark.parametrize("variant", DDP_VARIANTS)
+def test_ddp_matches_cpu(workers, variant):
+    workers.run("ddp", variant=variant)
