@@ -161,8 +161,13 @@ bool ProcessGroupOpenReg::WorkOpenReg::wait(std::chrono::milliseconds timeout) {
 }
 // DOC END: work-wait
 
+// As for gloo's CPU tensors, and as c10d documents it: for callers that polled
+// isCompleted() until it returned true. It never blocks: torch calls it holding the GIL,
+// which a Python callback on gloo's thread may need before the transport completes.
 void ProcessGroupOpenReg::WorkOpenReg::synchronize() {
-  wait(kNoTimeout);
+  if (transport_->isCompleted() && transport_->isSuccess()) {
+    finish();
+  }
 }
 
 void ProcessGroupOpenReg::WorkOpenReg::abort() {
