@@ -16,6 +16,7 @@ import datetime
 import json
 import os
 import sys
+import time
 import traceback
 
 import torch
@@ -664,6 +665,84 @@ def check_ddp(rank, world, variant):
             assert stats.get("avg_backward_comm_time", 0) > 0, stats
     finally:
         dist.destroy_process_group()
+
+
+# -------------------------------------------------------------------- bad input
+
+
+def check_wrong_device(rank, world):
+    init()
+    try:
+        t = torch.ones(2, device=device())
+        dist.all_reduce(t)  # the group now works on this process's device
+        other = torch.ones(2, device=device(1 - rank))
+        expect_error(lambda: dist.all_reduce(other), f"is on openreg:{1 - rank}",
+                     f"works on openreg:{rank}", "one openreg device per process",
+                     error=ValueError)
+        orccl = dist.group.WORLD._get_backend(device())
+        expect_error(lambda: orccl.allreduce([torch.ones(2)]), "expected openreg tensors",
+                     "is on cpu", "init_process_group()", error=ValueError)
+        out = torch.empty(2 * world, device=device())
+        expect_error(lambda: dist.all_gather_into_tensor(out, torch.ones(2)),
+                     "expected openreg tensors", error=ValueError)
+        # Nothing was issued: the group is still in step.
+        dist.all_reduce(t)
+        assert_close(t.cpu(), torch.full((2,), float(world * world)))
+    finally:
+        dist.destroy_process_group()
+    init(device_id=device())
+    try:
+        expect_error(lambda: dist.all_reduce(torch.ones(2, device=device(1 - rank))),
+                     "init_process_group(device_id=...)", error=ValueError)
+    finally:
+        dist.destroy_process_group()
+
+
+MISMATCHES = {
+    "shape": lambda rank: torch.ones(4 + 4 * rank, device=device()),
+    "dtype": lambda rank: torch.ones(4, dtype=(torch.float32, torch.int32)[rank], device=device()),
+}
+
+
+def check_mismatch_detected(rank, world):
+    """With TORCH_DISTRIBUTED_DEBUG=DETAIL (c10d's collective checker wraps every backend,
+    orccl included) shapes or dtypes that differ between ranks raise on every rank."""
+    dist.set_debug_level(dist.DebugLevel.DETAIL)
+    try:
+        for kind, make in MISMATCHES.items():
+            init(timeout=datetime.timedelta(seconds=5))
+            try:
+                start = time.monotonic()
+                t = make(rank)
+                expect_error(lambda: dist.all_reduce(t), "Detected mismatch between collectives")
+                assert time.monotonic() - start < 10, kind
+            finally:
+                dist.destroy_process_group()
+    finally:
+        dist.set_debug_level(dist.DebugLevel.OFF)
+
+
+def check_mismatch_unchecked(rank, world):
+    """Without the checker, gloo itself notices a size mismatch: the rank receiving more
+    bytes than it expects ends (gloo aborts the process, as with CPU tensors) and the
+    other gets an error. The test process sees both within the group's timeout."""
+    init(timeout=datetime.timedelta(seconds=3))
+    try:
+        t = MISMATCHES["shape"](rank)
+        expect_error(lambda: dist.all_reduce(t))
+    finally:
+        dist.destroy_process_group()
+
+
+def check_after_destroy(rank, world):
+    init()
+    pair = dist.new_group([0, 1])
+    t = torch.ones(2, device=device())
+    dist.all_reduce(t, group=pair)
+    dist.destroy_process_group()
+    expect_error(lambda: dist.all_reduce(t), "not been initialized", error=ValueError)
+    expect_error(lambda: dist.all_reduce(t, group=pair), "destroy_process_group")
+    expect_error(lambda: dist.barrier(), "not been initialized", error=ValueError)
 
 
 # ------------------------------------------------------------------------- loop

@@ -73,31 +73,54 @@ class WorkerPair:
             texts.append(f"--- rank {rank} stderr (tail) ---\n{log.read()[-4000:]}")
         return "\n".join(texts)
 
-    def run(self, check: str, timeout: float = 60.0, **args) -> None:
+    def send(self, check: str, args: dict) -> None:
         if not self.procs:
             self.start()
         request = json.dumps({"check": check, "ports": free_ports(4), "args": args}) + "\n"
         for proc in self.procs:
             proc.stdin.write(request)
             proc.stdin.flush()
+
+    def receive(self, proc: subprocess.Popen, deadline: float):
+        """The reply of one worker, "exited" or "timed out"."""
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return "timed out"
+        line = proc.stdout.readline()
+        return json.loads(line) if line else "exited"
+
+    def run(self, check: str, timeout: float = 60.0, **args) -> None:
+        """Runs a check on both ranks; fails the test unless both pass within `timeout`."""
+        self.send(check, args)
         deadline = time.monotonic() + timeout
         replies = []
         for rank, proc in enumerate(self.procs):
-            remaining = max(0.0, deadline - time.monotonic())
-            ready, _, _ = select.select([proc.stdout], [], [], remaining)
-            line = proc.stdout.readline() if ready else ""
-            if not line:
+            reply = self.receive(proc, deadline)
+            if isinstance(reply, str):
                 output = self.output()
                 self.stop()
-                reason = "timed out" if not ready else "exited"
-                pytest.fail(f"check {check!r}: rank {rank} {reason} after {timeout}s\n{output}")
-            replies.append(json.loads(line))
+                pytest.fail(f"check {check!r}: rank {rank} {reply} ({timeout}s)\n{output}")
+            replies.append(reply)
         errors = [
             f"--- rank {rank} ---\n{reply['error']}"
             for rank, reply in enumerate(replies) if not reply["ok"]
         ]
         if errors:
             pytest.fail(f"check {check!r} failed\n" + "\n".join(errors))
+
+    def outcomes(self, check: str, timeout: float = 60.0, **args) -> list[str]:
+        """Per rank: "ok", "failed: <error>", "exited" or "timed out" (a dead rank's
+        process is reaped before its outcome is reported)."""
+        self.send(check, args)
+        deadline = time.monotonic() + timeout
+        results = []
+        for proc in self.procs:
+            reply = self.receive(proc, deadline)
+            if reply == "exited":
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            results.append(reply if isinstance(reply, str)
+                           else "ok" if reply["ok"] else f"failed: {reply['error']}")
+        return results
 
 
 @pytest.fixture(scope="module")
@@ -201,3 +224,32 @@ DDP_VARIANTS = ["default", "small_buckets", "bucket_views", "fp16_hook", "bf16_h
 @pytest.mark.parametrize("variant", DDP_VARIANTS)
 def test_ddp_matches_cpu(workers, variant):
     workers.run("ddp", variant=variant)
+
+
+# -------------------------------------------------------------------------- bad input
+
+
+def test_tensor_on_wrong_device(workers):
+    workers.run("wrong_device")
+
+
+def test_mismatch_between_ranks_detected_in_debug_mode(workers):
+    workers.run("mismatch_detected")
+
+
+def test_mismatch_between_ranks_ends_in_bounded_time():
+    """Without the debug checker: as with gloo on CPU tensors, the rank that receives too
+    many bytes is aborted by gloo with its "collective mismatch" message and the other
+    raises; neither hangs. Its own pair of workers, since one of them dies."""
+    pair = WorkerPair()
+    try:
+        outcomes = pair.outcomes("mismatch_unchecked", timeout=60)
+    finally:
+        output = pair.output()
+        pair.stop()
+    assert outcomes[0] == "exited" and outcomes[1] == "ok", (outcomes, output)
+    assert "collective mismatch" in output, output
+
+
+def test_collectives_after_destroy(workers):
+    workers.run("after_destroy")

@@ -220,6 +220,9 @@ ProcessGroupOpenReg::ProcessGroupOpenReg(int rank, int size, c10::intrusive_ptr<
 
 Backend& ProcessGroupOpenReg::transport_or_throw(const char* op) const {
   TORCH_CHECK(transport_, op, " on openreg tensors: ", unavailable_reason_);
+  TORCH_CHECK(!terminated_, "ProcessGroupOpenReg::", op,
+              ": this process group was destroyed (destroy_process_group) or aborted; ",
+              "create a new one (init_process_group, new_group) for further collectives");
   return *transport_;
 }
 
@@ -340,12 +343,14 @@ uint64_t ProcessGroupOpenReg::getSequenceNumberForGroup() {
 }
 
 void ProcessGroupOpenReg::abort() {
+  terminated_ = true;
   if (transport_) {
     transport_->abort();
   }
 }
 
 void ProcessGroupOpenReg::shutdown() {
+  terminated_ = true;
   if (transport_) {
     transport_->shutdown();
   }

@@ -130,7 +130,8 @@ class OPENREG_TORCH_API ProcessGroupOpenReg : public Backend {
   void monitoredBarrier(const BarrierOptions& opts, bool wait_all_ranks) override;
 
  private:
-  // The transport, or the error saying why this group serves no openreg tensors.
+  // The transport, or the error saying why this group serves no openreg tensors (or no
+  // longer: destroyed or aborted).
   Backend& transport_or_throw(const char* op) const;
   // The device of this group's collectives (checked against every tensor): the bound
   // device (init_process_group(device_id=...)), else the device of the first collective.
@@ -148,6 +149,8 @@ class OPENREG_TORCH_API ProcessGroupOpenReg : public Backend {
 
   c10::intrusive_ptr<Backend> transport_;
   std::string unavailable_reason_;
+  // Set by shutdown() (destroy_process_group) and abort(): later collectives raise.
+  std::atomic<bool> terminated_{false};
   std::mutex device_mutex_;
   std::optional<c10::Device> first_device_;
   std::atomic<bool> coalescing_{false};
