@@ -1,4 +1,4 @@
-#include "distributed/ProcessGroupOpenReg.hpp"
+#include "distributed/ProcessGroupOpenReg.h"
 
 #include <ATen/core/jit_type.h>
 #include <ATen/ops/scalar_tensor.h>

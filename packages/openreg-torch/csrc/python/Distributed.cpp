@@ -2,7 +2,7 @@
 
 #include <torch/csrc/utils/pybind.h>
 
-#include "distributed/ProcessGroupOpenReg.hpp"
+#include "distributed/ProcessGroupOpenReg.h"
 
 namespace py = pybind11;
 
