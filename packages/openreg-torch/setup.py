@@ -81,7 +81,7 @@ runtime_lib = openreg_runtime.get_library_dir()
 
 backend = CppExtension(
     name=LIBRARY,
-    sources=sources("runtime", "execution", "aten"),
+    sources=sources("runtime", "execution", "aten", "distributed"),
     include_dirs=[str(CSRC), runtime_include],
     library_dirs=[runtime_lib],
     libraries=["openreg"],

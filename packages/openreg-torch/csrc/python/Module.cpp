@@ -6,6 +6,7 @@
 #include "aten/OperatorRoutes.h"
 #include "aten/native/Fallback.h"
 #include "python/DeviceWorkLog.h"
+#include "python/Distributed.h"
 #include "python/Stream.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
@@ -107,5 +108,6 @@ PYBIND11_MODULE(_C, m) {
   });
   openreg_torch::init_stream_bindings(m);
   openreg_torch::init_device_work_log_bindings(m);
+  openreg_torch::init_distributed_bindings(m);
 }
 // DOC END: module-methods

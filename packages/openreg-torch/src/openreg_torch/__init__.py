@@ -20,13 +20,15 @@ from ._version_guard import check_torch_version  # noqa: E402
 check_torch_version()
 
 from . import _C  # noqa: E402  (loads the kernels, hooks, guard and allocators)
-from . import fallback, openreg  # noqa: E402
+from . import distributed, fallback, openreg  # noqa: E402
 from ._registration import register_backend  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["fallback", "get_include", "get_library_dir"]
 
 register_backend(openreg)
+# torch.distributed: openreg tensors get the "orccl" backend (see distributed.py).
+distributed.register()
 
 
 from ._paths import get_include, get_library_dir  # noqa: E402

@@ -1,0 +1,131 @@
+"""openreg's communication backend for torch.distributed: ``orccl``.
+
+``ProcessGroupOpenReg`` (C++, ``csrc/distributed``) serves collectives on openreg tensors.
+Its transport is a gloo backend made here through PyTorch's public API with the same
+store, rank, size and timeout: gloo moves the device tensors' kernel views (host memory)
+between processes, zero-copy, and each collective is issued on the current openreg
+stream. ``register()`` (run when openreg loads) makes it openreg's default backend, so
+``init_process_group()``, ``init_process_group(device_id=torch.device("openreg", i))``,
+``init_process_group("orccl")`` and ``"cpu:gloo,openreg:orccl"`` all reach it.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import _C
+
+__all__ = ["BACKEND_NAME", "ProcessGroupOpenReg", "register"]
+
+BACKEND_NAME = "orccl"
+_DEVICE = "openreg"
+
+ProcessGroupOpenReg = None  # the C++ class, once register() has bound it
+
+
+# DOC START: create-backend
+def _create_backend(options, backend_options=None):
+    """The ``register_backend`` creator (extended API): ``options`` carries the group's
+    store (already prefixed for this group and device), rank, size, timeout and name.
+    ``backend_options`` may be a ``ProcessGroupGloo._Options`` for the transport."""
+    from torch.distributed import PrefixStore, ProcessGroupGloo
+
+    store = PrefixStore("gloo/", options.store)
+    if backend_options is None:
+        gloo = ProcessGroupGloo(store, options.group_rank, options.group_size, options.timeout)
+    elif isinstance(backend_options, ProcessGroupGloo._Options):
+        gloo = ProcessGroupGloo(store, options.group_rank, options.group_size, backend_options)
+    else:
+        raise TypeError(
+            f"the '{BACKEND_NAME}' backend takes ProcessGroupGloo._Options (for its gloo "
+            f"transport) as pg_options, got {type(backend_options).__name__}"
+        )
+    gloo.options.group_name = options.group_id
+    gloo.options.global_ranks_in_group = options.global_ranks_in_group
+    gloo._set_sequence_number_for_group()
+    return ProcessGroupOpenReg(options.group_rank, options.group_size, gloo)
+# DOC END: create-backend
+
+
+def _unavailable_reason(backend) -> str:
+    return (
+        f"this process group has no backend for openreg tensors (backend={str(backend)!r}). "
+        f"Use openreg's backend '{BACKEND_NAME}': init_process_group() with no backend, "
+        f"init_process_group(device_id=torch.device('openreg', local_rank)), "
+        f"init_process_group('{BACKEND_NAME}') or "
+        f"init_process_group('cpu:gloo,openreg:{BACKEND_NAME}')"
+    )
+
+
+# DOC START: complete-group
+def _complete_group(pg, backend) -> None:
+    """Adjusts a process group torch.distributed has just made, in a process with openreg:
+
+    - ``init_process_group()`` (backend "undefined") makes only the accelerator's
+      backend since PyTorch 2.6; CPU tensors keep gloo, as they have without openreg:
+      the transport of the openreg backend serves them directly (no second gloo).
+    - A group without openreg's backend (e.g. ``"gloo"``) gets a stand-in whose every
+      collective raises an error naming the fix, instead of c10d's "No backend type
+      associated with device type openreg".
+    - With several backends and any third-party backend registered, c10d leaves the
+      group's default backend unset (it compares an upper-case plugin name with
+      lower-case backend names); set it as it would be without openreg.
+    """
+    from torch.distributed import ProcessGroup, ProcessGroupGloo
+
+    cpu, openreg = torch.device("cpu"), torch.device(_DEVICE)
+    devices = {device.type for device in pg._device_types}
+    if _DEVICE in devices:
+        backend_of_openreg = pg._get_backend(openreg)
+        if (
+            str(backend) == "undefined"
+            and "cpu" not in devices
+            and isinstance(backend_of_openreg, ProcessGroupOpenReg)
+        ):
+            pg._register_backend(cpu, ProcessGroup.BackendType.GLOO, backend_of_openreg.transport)
+    else:
+        reason = _unavailable_reason(backend)
+        stand_in = ProcessGroupOpenReg._unavailable(pg.rank(), pg.size(), reason)
+        pg._register_backend(openreg, ProcessGroup.BackendType.CUSTOM, stand_in)
+    if pg.name() == "undefined":
+        devices = {device.type for device in pg._device_types}
+        if "cpu" in devices and isinstance(pg._get_backend(cpu), ProcessGroupGloo):
+            pg._set_default_backend(ProcessGroup.BackendType.GLOO)
+        elif isinstance(pg._get_backend(openreg), ProcessGroupOpenReg):
+            pg._set_default_backend(ProcessGroup.BackendType.CUSTOM)
+# DOC END: complete-group
+
+
+def _wrap_new_process_group_helper(c10d) -> None:
+    # Every group (init_process_group, new_group, new_subgroups) is made by this helper.
+    create = c10d._new_process_group_helper
+    if getattr(create, "_openreg_wrapped", False):
+        return
+
+    def _new_process_group_helper(group_size, group_rank, ranks, backend, *args, **kwargs):
+        pg, store = create(group_size, group_rank, ranks, backend, *args, **kwargs)
+        if type(pg) is c10d.ProcessGroup:
+            _complete_group(pg, backend)
+        return pg, store
+
+    _new_process_group_helper._openreg_wrapped = True
+    c10d._new_process_group_helper = _new_process_group_helper
+
+
+# DOC START: register
+def register() -> None:
+    """Registers ``orccl`` for openreg tensors (run when openreg loads; idempotent)."""
+    global ProcessGroupOpenReg
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    from torch.distributed import distributed_c10d as c10d
+
+    _C._register_distributed_classes()
+    ProcessGroupOpenReg = _C.ProcessGroupOpenReg
+    dist.Backend.register_backend(
+        BACKEND_NAME, _create_backend, extended_api=True, devices=[_DEVICE]
+    )
+    _wrap_new_process_group_helper(c10d)
+# DOC END: register

@@ -1,0 +1,777 @@
+"""One rank of the two worker processes test_distributed.py shares across its tests.
+
+Run as ``python distributed_worker.py RANK WORLD_SIZE``. It reads one JSON request per
+line on stdin ({"check": name, "ports": [free ports], "args": {...}}), runs
+``check_<name>(rank, world_size, **args)`` (whose process groups rendezvous on those
+ports, one per init_process_group), and answers one JSON line ({"ok": ..., "error":
+traceback}) on its original stdout. Everything else the process prints goes to stderr.
+Every check makes and destroys its own process groups, so one failing check leaves the
+next one a clean slate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+from torch.testing import assert_close
+
+RANK = int(sys.argv[1]) if __name__ == "__main__" else 0
+WORLD = int(sys.argv[2]) if __name__ == "__main__" else 1
+SHORT = datetime.timedelta(seconds=20)
+
+
+def device(rank=None):
+    return torch.device("openreg", RANK if rank is None else rank)
+
+
+PORTS = iter(())
+
+
+def init(backend=None, **kwargs):
+    """init_process_group as users call it (env://), on a fresh port each time: a port
+    reused right after destroy_process_group may still reach the previous store."""
+    os.environ["MASTER_PORT"] = str(next(PORTS))
+    kwargs.setdefault("timeout", SHORT)
+    dist.init_process_group(backend, rank=RANK, world_size=WORLD, **kwargs)
+
+
+def data(rank, shape=(4, 6), dtype=torch.float32):
+    """Deterministic per-rank input, computed the same way by every rank."""
+    generator = torch.Generator().manual_seed(1234 + rank)
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=generator).to(dtype)
+    low = 0 if dtype == torch.uint8 else -50
+    return torch.randint(low, 50, shape, generator=generator, dtype=dtype)
+
+
+def expect_error(fn, *fragments, error=Exception):
+    try:
+        fn()
+    except error as exc:
+        message = str(exc)
+        for fragment in fragments:
+            assert fragment in message, f"{fragment!r} not in error: {message}"
+        return message
+    raise AssertionError(f"no error raised (expected one mentioning {fragments})")
+
+
+# ----------------------------------------------------------------- registration
+
+
+def check_registered(rank, world):
+    assert dist.get_default_backend_for_device("openreg") == "orccl"
+    assert "orccl" in dist.Backend.backend_list
+    assert dist.Backend.default_device_backend_map["cpu"] == "gloo"
+
+
+def check_init_default(rank, world):
+    """init_process_group(): openreg tensors on orccl, CPU tensors on gloo."""
+    init()
+    try:
+        pg = dist.group.WORLD
+        assert {d.type for d in pg._device_types} == {"cpu", "openreg"}, pg._device_types
+        assert type(pg._get_backend(torch.device("cpu"))).__name__ == "ProcessGroupGloo"
+        assert pg._get_backend(torch.device("openreg")).name() == "orccl"
+        assert pg.name() == "gloo"
+        cpu = data(rank)
+        dev = data(rank).to(device())
+        dist.all_reduce(cpu)
+        dist.all_reduce(dev)
+        expected = sum(data(r) for r in range(world))
+        assert_close(cpu, expected)
+        assert_close(dev.cpu(), expected)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def check_init_device_id(rank, world):
+    init(device_id=torch.device("openreg", rank))
+    try:
+        pg = dist.group.WORLD
+        assert pg.bound_device_id == device(), pg.bound_device_id
+        assert dist.get_backend() == "orccl"
+        t = torch.full((3,), float(rank + 1), device=device())
+        dist.all_reduce(t)
+        assert_close(t.cpu(), torch.full((3,), float(sum(range(1, world + 1)))))
+        dist.barrier()
+        # Objects travel through openreg tensors: the group has no CPU backend.
+        objects = [None] * world
+        dist.all_gather_object(objects, {"rank": rank})
+        assert objects == [{"rank": r} for r in range(world)]
+    finally:
+        dist.destroy_process_group()
+
+
+def check_init_named(rank, world):
+    init("orccl")
+    try:
+        assert dist.get_backend() == "orccl"
+        assert {d.type for d in dist.group.WORLD._device_types} == {"openreg"}
+        t = data(rank).to(device())
+        dist.broadcast(t, src=1)
+        assert_close(t.cpu(), data(1))
+    finally:
+        dist.destroy_process_group()
+
+
+def check_init_pair(rank, world):
+    init("cpu:gloo,openreg:orccl")
+    try:
+        assert dist.group.WORLD.name() == "gloo"
+        cpu, dev = data(rank), data(rank).to(device())
+        dist.all_reduce(cpu, op=dist.ReduceOp.MAX)
+        dist.all_reduce(dev, op=dist.ReduceOp.MAX)
+        assert_close(dev.cpu(), cpu)
+        assert_close(cpu, torch.maximum(data(0), data(1)))
+    finally:
+        dist.destroy_process_group()
+
+
+def check_cpu_only_groups(rank, world):
+    """What CPU-only programs see is what they see without openreg."""
+    for backend in ("gloo", "cpu:gloo"):
+        init(backend)
+        try:
+            assert dist.group.WORLD.name() == "gloo", (backend, dist.group.WORLD.name())
+            assert dist.get_backend() == backend
+            t = data(rank)
+            dist.all_reduce(t)
+            assert_close(t, data(0) + data(1))
+            objects = [None] * world
+            dist.all_gather_object(objects, rank)
+            assert objects == list(range(world))
+        finally:
+            dist.destroy_process_group()
+
+
+def check_gloo_names_fix(rank, world):
+    """init_process_group("gloo") serves CPU tensors only; the error says what to use."""
+    init("gloo")
+    try:
+        t = torch.ones(2, device=device())
+        expect_error(lambda: dist.all_reduce(t), "orccl", "init_process_group()")
+        # The group still works for CPU tensors afterwards.
+        c = torch.ones(2)
+        dist.all_reduce(c)
+        assert_close(c, torch.full((2,), 2.0))
+    finally:
+        dist.destroy_process_group()
+
+
+def check_new_group(rank, world):
+    init()
+    try:
+        pair = dist.new_group([0, 1])
+        solo = [dist.new_group([r]) for r in range(world)]
+        t = data(rank).to(device())
+        dist.all_reduce(t, group=pair)
+        assert_close(t.cpu(), data(0) + data(1))
+        mine = torch.full((2,), float(rank), device=device())
+        dist.all_reduce(mine, group=solo[rank])
+        assert_close(mine.cpu(), torch.full((2,), float(rank)))
+        c = torch.ones(1)
+        dist.all_reduce(c, group=pair)
+        assert c.item() == 2.0
+        orccl = dist.new_group([0, 1], backend="orccl")
+        t = torch.ones(2, device=device())
+        dist.all_reduce(t, group=orccl)
+        assert_close(t.cpu(), torch.full((2,), 2.0))
+    finally:
+        dist.destroy_process_group()
+
+
+# ------------------------------------------------------------ stream semantics
+
+
+def check_stream_order(rank, world):
+    """A collective starts when its stream reaches it; wait() orders later work after it."""
+    init()
+    try:
+        n = 1 << 22
+        stale = torch.full((n,), -100.0).pin_memory()
+        pinned = torch.full((n,), float(rank + 1)).pin_memory()
+        side = torch.openreg.Stream()
+        x = torch.empty(n, device=device())
+        with torch.openreg.stream(side):
+            # Asynchronous on `side`: the all_reduce must read x after the last copy.
+            for source in (stale, stale, pinned):
+                x.copy_(source, non_blocking=True)
+            work = dist.all_reduce(x, async_op=True)
+            work.wait()
+            y = x * 2
+        side.synchronize()
+        total = float(sum(range(1, world + 1)))
+        assert_close(x.cpu(), torch.full((n,), total))
+        assert_close(y.cpu(), torch.full((n,), 2 * total))
+    finally:
+        dist.destroy_process_group()
+
+
+def check_work_api(rank, world):
+    init()
+    try:
+        x = data(rank).to(device())
+        expected = data(0) + data(1)
+        work = dist.all_reduce(x, async_op=True)
+        # Compute on another stream overlaps with the transfer.
+        other = torch.openreg.Stream()
+        with torch.openreg.stream(other):
+            z = torch.ones(64, 64, device=device()) @ torch.ones(64, 64, device=device())
+        assert work.wait() is True
+        assert work.is_completed() and work.is_success()
+        assert_close(x.cpu(), expected)
+        assert [t.device for t in work.result()] == [device()]
+        other.synchronize()
+        assert_close(z.cpu(), torch.full((64, 64), 64.0))
+
+        x = data(rank).to(device())
+        work = dist.all_reduce(x, async_op=True)
+        future = work.get_future()
+        plus_one = future.then(lambda f: f.value()[0] + 1)
+        (value,) = future.wait()
+        assert value.device == device() and value.data_ptr() == x.data_ptr()
+        assert_close(value.cpu(), expected)
+        result = plus_one.wait()
+        assert result.device == device()
+        assert_close(result.cpu(), expected + 1)
+        work.synchronize()
+
+        x = data(rank).to(device())
+        work = dist.all_reduce(x, async_op=True)
+        while not work.is_completed():
+            pass
+        work.synchronize()
+        assert_close(x.cpu(), expected)
+
+        # A non-contiguous result is staged on the host and copied back on completion.
+        x = data(rank, (6, 4)).to(device()).t()
+        future = dist.all_reduce(x, async_op=True).get_future()
+        assert_close(future.wait()[0].cpu(), (data(0, (6, 4)) + data(1, (6, 4))).t())
+        assert_close(x.cpu(), (data(0, (6, 4)) + data(1, (6, 4))).t())
+
+        peer = 1 - rank
+        t = torch.ones(3, device=device())
+        send = dist.isend(t, peer) if rank == 0 else dist.irecv(t, peer)
+        expect_error(send.get_future, "wait()")
+        send.wait()
+    finally:
+        dist.destroy_process_group()
+
+
+# ------------------------------------------------------------------ collectives
+
+FLOATS = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+INTS = (torch.int32, torch.int64, torch.uint8)
+
+
+def ops_for(dtype):
+    R = dist.ReduceOp
+    ops = [R.SUM, R.PRODUCT, R.MIN, R.MAX]
+    if dtype.is_floating_point:
+        return ops + [R.AVG]
+    return ops + [R.BAND, R.BOR, R.BXOR]
+
+
+def check_all_reduce(rank, world):
+    init()
+    try:
+        for dtype in FLOATS + INTS:
+            for op in ops_for(dtype):
+                cpu = data(rank, dtype=dtype)
+                dev = cpu.to(device())
+                dist.all_reduce(cpu, op=op)
+                dist.all_reduce(dev, op=op)
+                assert_close(dev.cpu(), cpu, msg=f"{dtype} {op}")
+        assert_close(cpu, data(0, dtype=torch.uint8) ^ data(1, dtype=torch.uint8))
+        # PREMUL_SUM (gloo has none): a float and a one-element openreg tensor factor.
+        expected = 0.5 * (data(0) + data(1))
+        for factor in (0.5, torch.tensor([0.5], device=device())):
+            dev = data(rank).to(device())
+            dist.all_reduce(dev, op=dist._make_nccl_premul_sum(factor))
+            assert_close(dev.cpu(), expected)
+        # Non-contiguous tensors: a slice and a transposed view.
+        base = data(rank, (4, 8)).to(device())
+        view = base[:, ::2]
+        dist.all_reduce(view)
+        assert_close(view.cpu(), (data(0, (4, 8)) + data(1, (4, 8)))[:, ::2])
+        assert_close(base[:, 1::2].cpu(), data(rank, (4, 8))[:, 1::2])  # untouched
+        t = data(rank, (5, 3)).to(device()).t()
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        assert_close(t.cpu(), torch.maximum(data(0, (5, 3)), data(1, (5, 3))).t())
+    finally:
+        dist.destroy_process_group()
+
+
+def check_broadcast_and_reduce(rank, world):
+    init()
+    try:
+        for src in range(world):
+            for dtype in (torch.float32, torch.int64, torch.bfloat16):
+                dev = data(rank, dtype=dtype).to(device())
+                dist.broadcast(dev, src=src)
+                assert_close(dev.cpu(), data(src, dtype=dtype))
+            view = data(rank, (4, 8)).to(device())[:, 1::2]
+            dist.broadcast(view, src=src)
+            assert_close(view.cpu(), data(src, (4, 8))[:, 1::2])
+        for dst in range(world):
+            for op in (dist.ReduceOp.SUM, dist.ReduceOp.MIN):
+                cpu = data(rank)
+                dev = cpu.to(device())
+                dist.reduce(cpu, dst=dst, op=op)
+                dist.reduce(dev, dst=dst, op=op)
+                if rank == dst:
+                    assert_close(dev.cpu(), cpu)
+            dev = data(rank, (6, 4)).to(device()).t()
+            dist.reduce(dev, dst=dst, op=dist._make_nccl_premul_sum(2.0))
+            if rank == dst:
+                assert_close(dev.cpu(), 2 * (data(0, (6, 4)) + data(1, (6, 4))).t())
+    finally:
+        dist.destroy_process_group()
+
+
+def check_all_gather(rank, world):
+    init()
+    try:
+        for dtype in (torch.float32, torch.int32, torch.float16):
+            inp = data(rank, dtype=dtype).to(device())
+            outs = [torch.empty_like(inp) for _ in range(world)]
+            dist.all_gather(outs, inp)
+            for r in range(world):
+                assert_close(outs[r].cpu(), data(r, dtype=dtype))
+        # Non-contiguous input and outputs.
+        inp = data(rank, (4, 8)).to(device())[:, ::2]
+        outs = [torch.zeros(4, 4, device=device()).t() for _ in range(world)]
+        dist.all_gather(outs, inp)
+        for r in range(world):
+            assert_close(outs[r].cpu(), data(r, (4, 8))[:, ::2])
+        # Into one tensor: concatenated and stacked.
+        inp = data(rank, (3, 5)).to(device())
+        flat = torch.empty(world * 3, 5, device=device())
+        dist.all_gather_into_tensor(flat, inp)
+        assert_close(flat.cpu(), torch.cat([data(r, (3, 5)) for r in range(world)]))
+        stacked = torch.empty(world, 3, 5, device=device())
+        dist.all_gather_into_tensor(stacked, data(rank, (5, 3)).to(device()).t())
+        assert_close(stacked.cpu(), torch.stack([data(r, (5, 3)).t() for r in range(world)]))
+    finally:
+        dist.destroy_process_group()
+
+
+def check_gather_scatter(rank, world):
+    init()
+    try:
+        for dst in range(world):
+            inp = data(rank).to(device())
+            outs = [torch.empty_like(inp) for _ in range(world)] if rank == dst else None
+            dist.gather(inp, outs, dst=dst)
+            if rank == dst:
+                for r in range(world):
+                    assert_close(outs[r].cpu(), data(r))
+        for src in range(world):
+            out = torch.empty(4, 6, device=device())
+            ins = [data(10 + r).to(device()) for r in range(world)] if rank == src else None
+            dist.scatter(out, ins, src=src)
+            assert_close(out.cpu(), data(10 + rank))
+    finally:
+        dist.destroy_process_group()
+
+
+def check_reduce_scatter(rank, world):
+    init()
+    try:
+        for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.AVG):
+            ins = [data(rank * world + r).to(device()) for r in range(world)]
+            out = torch.empty(4, 6, device=device())
+            dist.reduce_scatter(out, ins, op=op)
+            cpu_ins = [data(rank * world + r) for r in range(world)]
+            cpu_out = torch.empty(4, 6)
+            dist.reduce_scatter(cpu_out, cpu_ins, op=op)
+            assert_close(out.cpu(), cpu_out, msg=str(op))
+        expected = sum(data(r * world + rank) for r in range(world))
+        assert_close(cpu_out, expected / world)
+        # One tensor in, one out (several dtypes, a stacked input, a PREMUL_SUM).
+        for dtype in (torch.float32, torch.bfloat16, torch.int64):
+            inp = data(rank, (world * 3, 4), dtype=dtype).to(device())
+            out = torch.empty(3, 4, dtype=dtype, device=device())
+            dist.reduce_scatter_tensor(out, inp)
+            total = sum(data(r, (world * 3, 4), dtype=dtype) for r in range(world))
+            assert_close(out.cpu(), total[rank * 3:(rank + 1) * 3].to(dtype))
+        stacked = data(rank, (world * 3, 4)).to(device()).view(world, 3, 4)
+        out = torch.empty(3, 4, device=device())
+        dist.reduce_scatter_tensor(out, stacked)
+        total = sum(data(r, (world * 3, 4)) for r in range(world))
+        assert_close(out.cpu(), total[rank * 3:(rank + 1) * 3])
+        inp = data(rank, (world * 3, 4)).to(device())
+        dist.reduce_scatter_tensor(out, inp, op=dist._make_nccl_premul_sum(0.25))
+        total = sum(data(r, (world * 3, 4)) for r in range(world)) * 0.25
+        assert_close(out.cpu(), total[rank * 3:(rank + 1) * 3])
+        assert_close(inp.cpu(), data(rank, (world * 3, 4)))  # the input is left alone
+    finally:
+        dist.destroy_process_group()
+
+
+def check_all_to_all(rank, world):
+    init()
+    try:
+        # Lists (gloo wants one size for all of them, with CPU tensors as well).
+        ins = [torch.full((3, 2), float(10 * rank + r), device=device()) for r in range(world)]
+        outs = [torch.empty(3, 2, device=device()) for _ in range(world)]
+        dist.all_to_all(outs, ins)
+        for r in range(world):
+            assert_close(outs[r].cpu(), torch.full((3, 2), float(10 * r + rank)))
+        # One tensor, even splits.
+        inp = data(rank, (world * 2, 3)).to(device())
+        out = torch.empty(world * 2, 3, device=device())
+        dist.all_to_all_single(out, inp)
+        expected = torch.cat(
+            [data(r, (world * 2, 3))[rank * 2:(rank + 1) * 2] for r in range(world)]
+        )
+        assert_close(out.cpu(), expected)
+        # Uneven splits: rank r sends splits[r][p] rows to peer p.
+        splits = [[1, 3], [2, 2]]
+        rows = [sum(s) for s in splits]
+        inp = data(rank, (rows[rank], 3)).to(device())
+        out_splits = [splits[p][rank] for p in range(world)]
+        out = torch.empty(sum(out_splits), 3, device=device())
+        dist.all_to_all_single(out, inp, out_splits, splits[rank])
+        pieces = []
+        for p in range(world):
+            start = sum(splits[p][:rank])
+            pieces.append(data(p, (rows[p], 3))[start:start + splits[p][rank]])
+        assert_close(out.cpu(), torch.cat(pieces))
+        # A non-contiguous input (gloo itself requires contiguous tensors here).
+        inp = data(rank, (3, world * 2)).to(device()).t()
+        out = torch.empty(world * 2, 3, device=device())
+        dist.all_to_all_single(out, inp)
+        expected = torch.cat(
+            [data(r, (3, world * 2)).t()[rank * 2:(rank + 1) * 2] for r in range(world)]
+        )
+        assert_close(out.cpu(), expected)
+    finally:
+        dist.destroy_process_group()
+
+
+def check_send_recv(rank, world):
+    init()
+    try:
+        peer = 1 - rank
+        for dtype in (torch.float32, torch.int64):
+            if rank == 0:
+                dist.send(data(0, dtype=dtype).to(device()), peer, tag=3)
+                got = torch.empty(4, 6, dtype=dtype, device=device())
+                dist.recv(got, peer, tag=4)
+                assert_close(got.cpu(), data(1, dtype=dtype))
+            else:
+                got = torch.empty(4, 6, dtype=dtype, device=device())
+                dist.recv(got, peer, tag=3)
+                assert_close(got.cpu(), data(0, dtype=dtype))
+                dist.send(data(1, dtype=dtype).to(device()), peer, tag=4)
+        # Non-contiguous on both sides, isend/irecv.
+        mine = data(rank, (6, 4)).to(device()).t()
+        theirs = torch.zeros(6, 8, device=device())[:, ::2].t()
+        works = [dist.isend(mine, peer), dist.irecv(theirs, peer)]
+        for work in works:
+            work.wait()
+        assert_close(theirs.cpu(), data(peer, (6, 4)).t())
+        # From any source.
+        if rank == 1:
+            got = torch.empty(2, device=device())
+            assert dist.recv(got) == 0
+            assert_close(got.cpu(), torch.tensor([7.0, 8.0]))
+        else:
+            dist.send(torch.tensor([7.0, 8.0], device=device()), 1)
+        # Batched, both directions at once.
+        send = data(rank, (5,)).to(device())
+        recv = torch.empty(5, device=device())
+        ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+        assert_close(recv.cpu(), data(peer, (5,)))
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def check_coalesced(rank, world):
+    from torch.distributed.distributed_c10d import _coalescing_manager
+
+    init()
+    try:
+        tensors = [data(rank, (i + 2,)).to(device()) for i in range(3)]
+        with _coalescing_manager():
+            for t in tensors:
+                dist.all_reduce(t)
+        for i, t in enumerate(tensors):
+            assert_close(t.cpu(), data(0, (i + 2,)) + data(1, (i + 2,)))
+        ins = [data(rank, (i + 1, 2)).to(device()) for i in range(3)]
+        outs = [torch.empty(world * (i + 1), 2, device=device()) for i in range(3)]
+        with _coalescing_manager(async_ops=True) as cm:
+            for out, inp in zip(outs, ins):
+                dist.all_gather_into_tensor(out, inp)
+        cm.wait()
+        for i, out in enumerate(outs):
+            assert_close(out.cpu(), torch.cat([data(r, (i + 1, 2)) for r in range(world)]))
+        ins = [data(rank, (world * (i + 1),)).to(device()) for i in range(2)]
+        outs = [torch.empty(i + 1, device=device()) for i in range(2)]
+        with _coalescing_manager():
+            for out, inp in zip(outs, ins):
+                dist.reduce_scatter_tensor(out, inp)
+        for i, out in enumerate(outs):
+            total = sum(data(r, (world * (i + 1),)) for r in range(world))
+            assert_close(out.cpu(), total[rank * (i + 1):(rank + 1) * (i + 1)])
+        # The device form: every collective inside is issued, one Work covers them all.
+        a, b = data(rank, (3,)).to(device()), data(rank, (4,)).to(device())
+        with _coalescing_manager(device=device(), async_ops=True) as cm:
+            dist.broadcast(a, src=0)
+            dist.broadcast(b, src=1)
+        cm.wait()
+        assert_close(a.cpu(), data(0, (3,)))
+        assert_close(b.cpu(), data(1, (4,)))
+    finally:
+        dist.destroy_process_group()
+
+
+def check_object_collectives(rank, world):
+    """With only openreg's backend, objects travel as openreg tensors."""
+    init(device_id=device())
+    try:
+        from torch.distributed.distributed_c10d import _get_object_coll_device
+
+        assert _get_object_coll_device() == "openreg"
+        objects = [{"from": rank}, [rank] * 3]
+        gathered = [None] * world
+        dist.all_gather_object(gathered, objects)
+        assert gathered == [[{"from": r}, [r] * 3] for r in range(world)]
+        box = [f"hello from {rank}", None] if rank == 1 else [None, None]
+        dist.broadcast_object_list(box, src=1)
+        assert box == ["hello from 1", None]
+        got = [None] * world if rank == 0 else None
+        dist.gather_object(("rank", rank), got, dst=0)
+        if rank == 0:
+            assert got == [("rank", r) for r in range(world)]
+        out = [None]
+        scattered = [{"to": r} for r in range(world)] if rank == 0 else None
+        dist.scatter_object_list(out, scattered, src=0)
+        assert out == [{"to": rank}]
+        if rank == 0:
+            dist.send_object_list([torch.arange(3), "x"], dst=1)
+        else:
+            received = [None, None]
+            dist.recv_object_list(received, src=0)
+            assert torch.equal(received[0], torch.arange(3)) and received[1] == "x"
+    finally:
+        dist.destroy_process_group()
+
+
+# -------------------------------------------------------------------------- DDP
+
+
+class Net(torch.nn.Module):
+    def __init__(self, branch=False):
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU()
+        )
+        self.head = torch.nn.Linear(64, 4)
+        # A branch some iterations leave unused (find_unused_parameters).
+        self.branch = torch.nn.Linear(64, 4) if branch else None
+
+    def forward(self, x, use_branch=False):
+        h = self.body(x)
+        return self.head(h) + (self.branch(h) if use_branch else 0)
+
+
+def train_ddp(dev, steps, hook=None, no_sync=False, alternate=False, **ddp_options):
+    """A few SGD steps of Net under DDP; returns the parameters (on CPU) and DDP."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.manual_seed(0)
+    model = Net(branch=alternate).to(dev)
+    ddp = DDP(model, **ddp_options)
+    if hook is not None:
+        ddp.register_comm_hook(None, hook)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    for step in range(steps):
+        generator = torch.Generator().manual_seed(100 * step + RANK)
+        x = torch.randn(8, 16, generator=generator).to(dev)
+        y = torch.randn(8, 4, generator=generator).to(dev)
+        accumulate = no_sync and step % 2 == 0
+        context = ddp.no_sync() if accumulate else contextlib.nullcontext()
+        with context:
+            loss = torch.nn.functional.mse_loss(ddp(x, use_branch=alternate and step % 2 == 1), y)
+            loss.backward()
+        if not accumulate:
+            optimizer.step()
+            optimizer.zero_grad()
+    return [p.detach().cpu() for p in model.parameters()], ddp
+
+
+DDP_VARIANTS = {
+    "default": {},
+    "small_buckets": {"bucket_cap_mb": 0.01},
+    "bucket_views": {"bucket_cap_mb": 0.01, "gradient_as_bucket_view": True},
+    "fp16_hook": {"hook": "fp16_compress_hook"},
+    "bf16_hook": {"hook": "bf16_compress_hook"},
+    "no_sync": {"no_sync": True},
+    "find_unused": {"find_unused_parameters": True, "alternate": True},
+    "static_graph": {"static_graph": True},
+    "device_ids": {"device_ids": "rank"},
+}
+
+
+def check_ddp(rank, world, variant):
+    """DDP on openreg (orccl) trains exactly like DDP on CPU (gloo)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    init()
+    try:
+        options = dict(DDP_VARIANTS[variant])
+        if options.get("hook") == "fp16_compress_hook":
+            options["hook"] = default_hooks.fp16_compress_hook
+        elif options.get("hook") == "bf16_compress_hook":
+            # DDP refuses the hook by name unless NCCL or XCCL is present; the same hook
+            # under another name is accepted, and works on gloo and orccl alike.
+            def bf16_hook(state, bucket):
+                return default_hooks.bf16_compress_hook(state, bucket)
+
+            # DDP checks the annotation object (this module has postponed annotations).
+            bf16_hook.__annotations__["return"] = torch.futures.Future[torch.Tensor]
+            options["hook"] = bf16_hook
+        device_ids = options.pop("device_ids", None)
+        steps = 6
+        cpu_params, _ = train_ddp(torch.device("cpu"), steps, **options)
+        if device_ids == "rank":
+            options["device_ids"] = [rank]
+        dev_params, ddp = train_ddp(device(), steps, **options)
+        for cpu, dev in zip(cpu_params, dev_params):
+            assert_close(dev, cpu)
+        # Parameters stay in sync across ranks.
+        flat = torch.cat([p.flatten() for p in dev_params]).to(device())
+        gathered = [torch.empty_like(flat) for _ in range(world)]
+        dist.all_gather(gathered, flat)
+        assert_close(gathered[0].cpu(), gathered[1].cpu())
+        if variant == "default":
+            # The Reducer's timer for openreg (TimerRegistry) measured the sampled iterations.
+            stats = ddp._get_ddp_logging_data()
+            assert stats.get("avg_backward_compute_time", 0) > 0, stats
+            assert stats.get("avg_backward_comm_time", 0) > 0, stats
+    finally:
+        dist.destroy_process_group()
+
+
+# -------------------------------------------------------------------- bad input
+
+
+def check_wrong_device(rank, world):
+    init()
+    try:
+        t = torch.ones(2, device=device())
+        dist.all_reduce(t)  # the group now works on this process's device
+        other = torch.ones(2, device=device(1 - rank))
+        expect_error(lambda: dist.all_reduce(other), f"is on openreg:{1 - rank}",
+                     f"works on openreg:{rank}", "one openreg device per process",
+                     error=ValueError)
+        orccl = dist.group.WORLD._get_backend(device())
+        expect_error(lambda: orccl.allreduce([torch.ones(2)]), "expected openreg tensors",
+                     "is on cpu", "init_process_group()", error=ValueError)
+        out = torch.empty(2 * world, device=device())
+        expect_error(lambda: dist.all_gather_into_tensor(out, torch.ones(2)),
+                     "expected openreg tensors", error=ValueError)
+        # Nothing was issued: the group is still in step.
+        dist.all_reduce(t)
+        assert_close(t.cpu(), torch.full((2,), float(world * world)))
+    finally:
+        dist.destroy_process_group()
+    init(device_id=device())
+    try:
+        expect_error(lambda: dist.all_reduce(torch.ones(2, device=device(1 - rank))),
+                     "init_process_group(device_id=...)", error=ValueError)
+    finally:
+        dist.destroy_process_group()
+
+
+MISMATCHES = {
+    "shape": lambda rank: torch.ones(4 + 4 * rank, device=device()),
+    "dtype": lambda rank: torch.ones(4, dtype=(torch.float32, torch.int32)[rank], device=device()),
+}
+
+
+def check_mismatch_detected(rank, world):
+    """With TORCH_DISTRIBUTED_DEBUG=DETAIL (c10d's collective checker wraps every backend,
+    orccl included) shapes or dtypes that differ between ranks raise on every rank."""
+    dist.set_debug_level(dist.DebugLevel.DETAIL)
+    try:
+        for kind, make in MISMATCHES.items():
+            init(timeout=datetime.timedelta(seconds=5))
+            try:
+                start = time.monotonic()
+                t = make(rank)
+                expect_error(lambda: dist.all_reduce(t), "Detected mismatch between collectives")
+                assert time.monotonic() - start < 10, kind
+            finally:
+                dist.destroy_process_group()
+    finally:
+        dist.set_debug_level(dist.DebugLevel.OFF)
+
+
+def check_mismatch_unchecked(rank, world):
+    """Without the checker, gloo itself notices a size mismatch: the rank receiving more
+    bytes than it expects ends (gloo aborts the process, as with CPU tensors) and the
+    other gets an error. The test process sees both within the group's timeout."""
+    init(timeout=datetime.timedelta(seconds=3))
+    try:
+        t = MISMATCHES["shape"](rank)
+        expect_error(lambda: dist.all_reduce(t))
+    finally:
+        dist.destroy_process_group()
+
+
+def check_after_destroy(rank, world):
+    init()
+    pair = dist.new_group([0, 1])
+    t = torch.ones(2, device=device())
+    dist.all_reduce(t, group=pair)
+    dist.destroy_process_group()
+    expect_error(lambda: dist.all_reduce(t), "not been initialized", error=ValueError)
+    expect_error(lambda: dist.all_reduce(t, group=pair), "destroy_process_group")
+    expect_error(lambda: dist.barrier(), "not been initialized", error=ValueError)
+
+
+# ------------------------------------------------------------------------- loop
+
+
+def main():
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    torch.openreg.set_device(RANK)
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request["check"] == "exit":
+            break
+        global PORTS
+        os.environ["MASTER_ADDR"] = "127.0.0.1"
+        PORTS = iter(request["ports"])
+        reply = {"ok": True, "error": ""}
+        try:
+            globals()[f"check_{request['check']}"](RANK, WORLD, **request.get("args", {}))
+        except BaseException:
+            reply = {"ok": False, "error": traceback.format_exc()}
+            if dist.is_initialized():
+                try:
+                    dist.destroy_process_group()
+                except Exception:
+                    pass
+        protocol.write(json.dumps(reply) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""torch.distributed on openreg: the "orccl" backend, checked by two worker processes.
+
+The checks themselves live in distributed_worker.py; both ranks run each one and compare
+openreg results with a CPU reference. One pair of workers serves the whole module
+(starting a process costs seconds; a check costs milliseconds). Every check has a
+deadline: past it both workers are killed, the test fails with their output, and the
+next test starts a fresh pair.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+WORKER = Path(__file__).with_name("distributed_worker.py")
+WORLD_SIZE = 2
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+class WorkerPair:
+    """Two worker processes (ranks 0 and 1) answering check requests."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+        self.logs: list = []
+
+    def start(self) -> None:
+        env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OPENREG_DEVICE_COUNT="2",
+                   PYTHONUNBUFFERED="1")
+        for rank in range(WORLD_SIZE):
+            log = tempfile.TemporaryFile(mode="w+")
+            proc = subprocess.Popen(
+                [sys.executable, str(WORKER), str(rank), str(WORLD_SIZE)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+                env=env, start_new_session=True,
+            )
+            self.procs.append(proc)
+            self.logs.append(log)
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        for log in self.logs:
+            log.close()
+        self.procs, self.logs = [], []
+
+    def output(self) -> str:
+        texts = []
+        for rank, log in enumerate(self.logs):
+            log.seek(0)
+            texts.append(f"--- rank {rank} stderr (tail) ---\n{log.read()[-4000:]}")
+        return "\n".join(texts)
+
+    def send(self, check: str, args: dict) -> None:
+        if not self.procs:
+            self.start()
+        request = json.dumps({"check": check, "ports": free_ports(4), "args": args}) + "\n"
+        for proc in self.procs:
+            proc.stdin.write(request)
+            proc.stdin.flush()
+
+    def receive(self, proc: subprocess.Popen, deadline: float):
+        """The reply of one worker, "exited" or "timed out"."""
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return "timed out"
+        line = proc.stdout.readline()
+        return json.loads(line) if line else "exited"
+
+    def run(self, check: str, timeout: float = 60.0, **args) -> None:
+        """Runs a check on both ranks; fails the test unless both pass within `timeout`."""
+        self.send(check, args)
+        deadline = time.monotonic() + timeout
+        replies = []
+        for rank, proc in enumerate(self.procs):
+            reply = self.receive(proc, deadline)
+            if isinstance(reply, str):
+                output = self.output()
+                self.stop()
+                pytest.fail(f"check {check!r}: rank {rank} {reply} ({timeout}s)\n{output}")
+            replies.append(reply)
+        errors = [
+            f"--- rank {rank} ---\n{reply['error']}"
+            for rank, reply in enumerate(replies) if not reply["ok"]
+        ]
+        if errors:
+            pytest.fail(f"check {check!r} failed\n" + "\n".join(errors))
+
+    def outcomes(self, check: str, timeout: float = 60.0, **args) -> list[str]:
+        """Per rank: "ok", "failed: <error>", "exited" or "timed out" (a dead rank's
+        process is reaped before its outcome is reported)."""
+        self.send(check, args)
+        deadline = time.monotonic() + timeout
+        results = []
+        for proc in self.procs:
+            reply = self.receive(proc, deadline)
+            if reply == "exited":
+                proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            results.append(reply if isinstance(reply, str)
+                           else "ok" if reply["ok"] else f"failed: {reply['error']}")
+        return results
+
+
+@pytest.fixture(scope="module")
+def workers():
+    pair = WorkerPair()
+    yield pair
+    pair.stop()
+
+
+# --------------------------------------------------------------------- registration
+
+
+def test_registered(workers):
+    workers.run("registered")
+
+
+def test_init_process_group_without_backend(workers):
+    workers.run("init_default")
+
+
+def test_init_process_group_with_device_id(workers):
+    workers.run("init_device_id")
+
+
+def test_init_process_group_by_name(workers):
+    workers.run("init_named")
+
+
+def test_init_process_group_device_backend_pairs(workers):
+    workers.run("init_pair")
+
+
+def test_cpu_only_groups_unchanged(workers):
+    workers.run("cpu_only_groups")
+
+
+def test_gloo_group_names_the_fix_for_openreg_tensors(workers):
+    workers.run("gloo_names_fix")
+
+
+def test_new_group(workers):
+    workers.run("new_group")
+
+
+# ------------------------------------------------------------------ stream semantics
+
+
+def test_collective_follows_its_stream(workers):
+    workers.run("stream_order")
+
+
+def test_work_wait_future_and_completion(workers):
+    workers.run("work_api")
+
+
+# ------------------------------------------------------------------------ collectives
+
+
+def test_all_reduce(workers):
+    workers.run("all_reduce")
+
+
+def test_broadcast_and_reduce(workers):
+    workers.run("broadcast_and_reduce")
+
+
+def test_all_gather(workers):
+    workers.run("all_gather")
+
+
+def test_gather_and_scatter(workers):
+    workers.run("gather_scatter")
+
+
+def test_reduce_scatter(workers):
+    workers.run("reduce_scatter")
+
+
+def test_all_to_all(workers):
+    workers.run("all_to_all")
+
+
+def test_send_recv(workers):
+    workers.run("send_recv")
+
+
+def test_coalesced(workers):
+    workers.run("coalesced")
+
+
+def test_object_collectives_on_openreg(workers):
+    workers.run("object_collectives")
+
+
+# -------------------------------------------------------------------------------- DDP
+
+DDP_VARIANTS = ["default", "small_buckets", "bucket_views", "fp16_hook", "bf16_hook",
+                "no_sync", "find_unused", "static_graph", "device_ids"]
+
+
+@pytest.mark.parametrize("variant", DDP_VARIANTS)
+def test_ddp_matches_cpu(workers, variant):
+    workers.run("ddp", variant=variant)
+
+
+# -------------------------------------------------------------------------- bad input
+
+
+def test_tensor_on_wrong_device(workers):
+    workers.run("wrong_device")
+
+
+def test_mismatch_between_ranks_detected_in_debug_mode(workers):
+    workers.run("mismatch_detected")
+
+
+def test_mismatch_between_ranks_ends_in_bounded_time():
+    """Without the debug checker: as with gloo on CPU tensors, the rank that receives too
+    many bytes is aborted by gloo with its "collective mismatch" message and the other
+    raises; neither hangs. Its own pair of workers, since one of them dies."""
+    pair = WorkerPair()
+    try:
+        outcomes = pair.outcomes("mismatch_unchecked", timeout=60)
+    finally:
+        output = pair.output()
+        pair.stop()
+    assert outcomes[0] == "exited" and outcomes[1] == "ok", (outcomes, output)
+    assert "collective mismatch" in output, output
+
+
+def test_collectives_after_destroy(workers):
+    workers.run("after_destroy")
