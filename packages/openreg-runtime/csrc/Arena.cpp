@@ -28,6 +28,19 @@ Range g_ranges[kMaxDevices];
 // One past the highest mapped device, so lookups scan only live ranges.
 std::atomic<int> g_rangeLimit{0};
 
+// Other processes' device memory mapped here (IPC). Unlike device ranges these
+// come and go, so each carries a sequence number (odd while being rewritten).
+// Slots are only written under the IPC import mutex.
+struct ImportRange {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uintptr_t> view{0};
+  std::atomic<uintptr_t> kernel{0};
+  std::atomic<size_t> size{0};
+  std::atomic<int> device{-1};
+};
+ImportRange g_imports[kMaxImportRanges];
+std::atomic<int> g_importLimit{0};
+
 }  // namespace
 
 size_t pageSize() {
@@ -98,50 +111,127 @@ void Arena::punchHole(size_t offset, size_t length) {
             off_t(length));
 }
 
-int deviceOfView(uintptr_t p) {
+namespace {
+
+// The range a lookup matched. Readers of import slots retry while a writer is
+// between the two increments of `seq` (a seqlock), so they never combine the
+// fields of two different mappings.
+struct Hit {
+  int device = -1;
+  int importSlot = -1;
+  uintptr_t view = 0;
+  uintptr_t kernel = 0;
+};
+
+template <class Pick>
+bool matchDevices(uintptr_t p, Pick pick, Hit* hit) {
   int limit = g_rangeLimit.load(std::memory_order_acquire);
   for (int d = 0; d < limit; ++d) {
     size_t size = g_ranges[d].size.load(std::memory_order_acquire);
-    if (p - g_ranges[d].view.load(std::memory_order_relaxed) < size) return d;
+    uintptr_t view = g_ranges[d].view.load(std::memory_order_relaxed);
+    uintptr_t kernel = g_ranges[d].kernel.load(std::memory_order_relaxed);
+    if (p - pick(view, kernel) < size) {
+      *hit = Hit{d, -1, view, kernel};
+      return true;
+    }
   }
-  return -1;
+  return false;
+}
+
+template <class Pick>
+bool matchImports(uintptr_t p, Pick pick, Hit* hit) {
+  int limit = g_importLimit.load(std::memory_order_acquire);
+  for (int i = 0; i < limit; ++i) {
+    ImportRange& r = g_imports[i];
+    for (;;) {
+      uint32_t before = r.seq.load(std::memory_order_acquire);
+      if (before & 1) continue;  // a writer is mid-update (never for long)
+      size_t size = r.size.load(std::memory_order_relaxed);
+      uintptr_t view = r.view.load(std::memory_order_relaxed);
+      uintptr_t kernel = r.kernel.load(std::memory_order_relaxed);
+      int device = r.device.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (r.seq.load(std::memory_order_relaxed) != before) continue;
+      if (p - pick(view, kernel) < size) {
+        *hit = Hit{device, i, view, kernel};
+        return true;
+      }
+      break;
+    }
+  }
+  return false;
+}
+
+template <class Pick>
+bool match(uintptr_t p, Pick pick, Hit* hit) {
+  return matchDevices(p, pick, hit) || matchImports(p, pick, hit);
+}
+
+uintptr_t pickView(uintptr_t view, uintptr_t) { return view; }
+uintptr_t pickKernel(uintptr_t, uintptr_t kernel) { return kernel; }
+
+}  // namespace
+
+int deviceOfView(uintptr_t p) {
+  Hit hit;
+  return match(p, pickView, &hit) ? hit.device : -1;
 }
 
 int deviceOfKernel(uintptr_t p) {
-  int limit = g_rangeLimit.load(std::memory_order_acquire);
-  for (int d = 0; d < limit; ++d) {
-    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
-    if (p - g_ranges[d].kernel.load(std::memory_order_relaxed) < size) return d;
-  }
-  return -1;
+  Hit hit;
+  return match(p, pickKernel, &hit) ? hit.device : -1;
 }
 
 // DOC START: view-to-kernel
 void* viewToKernel(uintptr_t p) {
-  int limit = g_rangeLimit.load(std::memory_order_acquire);
-  for (int d = 0; d < limit; ++d) {
-    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
-    uintptr_t off = p - g_ranges[d].view.load(std::memory_order_relaxed);
-    if (off < size) {
-      return reinterpret_cast<void*>(
-          g_ranges[d].kernel.load(std::memory_order_relaxed) + off);
-    }
-  }
-  return nullptr;
+  Hit hit;
+  if (!match(p, pickView, &hit)) return nullptr;
+  return reinterpret_cast<void*>(hit.kernel + (p - hit.view));
 }
 // DOC END: view-to-kernel
 
 void* kernelToView(uintptr_t p) {
-  int limit = g_rangeLimit.load(std::memory_order_acquire);
-  for (int d = 0; d < limit; ++d) {
-    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
-    uintptr_t off = p - g_ranges[d].kernel.load(std::memory_order_relaxed);
-    if (off < size) {
-      return reinterpret_cast<void*>(
-          g_ranges[d].view.load(std::memory_order_relaxed) + off);
+  Hit hit;
+  if (!match(p, pickKernel, &hit)) return nullptr;
+  return reinterpret_cast<void*>(hit.view + (p - hit.kernel));
+}
+
+int importSlotOfView(uintptr_t p, uintptr_t* viewBase) {
+  Hit hit;
+  if (!matchImports(p, pickView, &hit)) return -1;
+  if (viewBase != nullptr) *viewBase = hit.view;
+  return hit.importSlot;
+}
+
+int publishImportRange(int device, uintptr_t view, uintptr_t kernel, size_t size) {
+  for (int i = 0; i < kMaxImportRanges; ++i) {
+    ImportRange& r = g_imports[i];
+    if (r.size.load(std::memory_order_relaxed) != 0) continue;
+    uint32_t seq = r.seq.load(std::memory_order_relaxed);
+    r.seq.store(seq + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    r.view.store(view, std::memory_order_relaxed);
+    r.kernel.store(kernel, std::memory_order_relaxed);
+    r.device.store(device, std::memory_order_relaxed);
+    r.size.store(size, std::memory_order_relaxed);
+    r.seq.store(seq + 2, std::memory_order_release);
+    if (g_importLimit.load(std::memory_order_relaxed) < i + 1) {
+      g_importLimit.store(i + 1, std::memory_order_release);
     }
+    return i;
   }
-  return nullptr;
+  return -1;
+}
+
+void retireImportRange(int slot) {
+  ImportRange& r = g_imports[slot];
+  uint32_t seq = r.seq.load(std::memory_order_relaxed);
+  r.seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  r.size.store(0, std::memory_order_relaxed);
+  r.view.store(0, std::memory_order_relaxed);
+  r.kernel.store(0, std::memory_order_relaxed);
+  r.seq.store(seq + 2, std::memory_order_release);
 }
 
 }  // namespace openreg
