@@ -4,6 +4,7 @@
 #include <torch/extension.h>
 
 #include "aten/native/Fallback.h"
+#include "python/Ipc.h"
 #include "python/Stream.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
@@ -80,5 +81,6 @@ PYBIND11_MODULE(_C, m) {
                                                 c10::kPrivateUse1);
   });
   openreg_torch::init_stream_bindings(m);
+  openreg_torch::init_ipc_bindings(m);
 }
 // DOC END: module-methods

@@ -42,4 +42,11 @@ if os.environ.get("OPENREG_SWAP_MODULE_PARAMS", "1") != "0":
 _C._register_direct_kernels()
 _C._route_composite_ops_to_fallback()
 
+# torch.multiprocessing sends openreg tensors by sharing their device memory. The
+# reducers it registers cover CPU and CUDA only; ours handle openreg objects and pass
+# every other one to torch's unchanged (see multiprocessing.py).
+from . import multiprocessing as _multiprocessing  # noqa: E402
+
+_multiprocessing._install()
+
 from ._paths import get_include, get_library_dir  # noqa: E402
