@@ -123,6 +123,7 @@ struct Hit {
   uintptr_t kernel = 0;
 };
 
+// DOC START: view-to-kernel
 template <class Pick>
 bool matchDevices(uintptr_t p, Pick pick, Hit* hit) {
   int limit = g_rangeLimit.load(std::memory_order_acquire);
@@ -137,6 +138,7 @@ bool matchDevices(uintptr_t p, Pick pick, Hit* hit) {
   }
   return false;
 }
+// DOC END: view-to-kernel
 
 template <class Pick>
 bool matchImports(uintptr_t p, Pick pick, Hit* hit) {
@@ -182,13 +184,11 @@ int deviceOfKernel(uintptr_t p) {
   return match(p, pickKernel, &hit) ? hit.device : -1;
 }
 
-// DOC START: view-to-kernel
 void* viewToKernel(uintptr_t p) {
   Hit hit;
   if (!match(p, pickView, &hit)) return nullptr;
   return reinterpret_cast<void*>(hit.kernel + (p - hit.view));
 }
-// DOC END: view-to-kernel
 
 void* kernelToView(uintptr_t p) {
   Hit hit;

@@ -379,3 +379,176 @@ def test_openreg_storage_pickles_through_forking_pickler():
     assert again.device == storage.device and again.data_ptr() == storage.data_ptr()
     empty = torch.empty(0, device="openreg").untyped_storage()
     assert pickle.loads(ForkingPickler.dumps(empty)).nbytes() == 0
+
+
+# --------------------------------------------------------------- interprocess events
+
+
+def test_interprocess_event_orders_a_readers_stream(scenario):
+    out = scenario("""
+from openreg_torch.openreg.streams import _hold
+
+def child(inbox, outbox):
+    t = inbox.get(timeout=WAIT)
+    outbox.put("have tensor")
+    event = inbox.get(timeout=WAIT)
+    outbox.put(("queried", event.query()))
+    event.wait()  # this process's current stream waits for the sender's record
+    outbox.put(t.cpu().tolist())  # queued behind the wait
+    event.synchronize()
+    outbox.put(event.query())
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=child, args=(inbox, outbox))
+    p.start()
+    t = torch.zeros(4, device="openreg")
+    inbox.put(t)
+    check(outbox.get(timeout=WAIT) == "have tensor", "tensor")
+    source = torch.full((4,), 5.0).pin_memory()
+    s = torch.openreg.Stream()
+    event = torch.openreg.Event(interprocess=True)
+    with _hold(s):  # nothing on s runs until the block ends
+        with torch.openreg.stream(s):
+            t.copy_(source, non_blocking=True)
+        event.record(s)
+        inbox.put(event)
+        check(outbox.get(timeout=WAIT) == ("queried", False), "not complete while held")
+    print(outbox.get(timeout=WAIT), outbox.get(timeout=WAIT))
+    p.join(WAIT)
+""")
+    assert out.strip() == "[5.0, 5.0, 5.0, 5.0] True"
+
+
+def test_interprocess_event_errors_and_handles():
+    with pytest.raises(ValueError, match="enable_timing=False"):
+        torch.openreg.Event(enable_timing=True, interprocess=True)
+    with pytest.raises(RuntimeError, match="not created with interprocess=True"):
+        torch.openreg.Event().ipc_handle()
+    event = torch.openreg.Event(interprocess=True)
+    assert isinstance(event, torch.openreg.Event) and isinstance(event, torch.Event)
+    handle = event.ipc_handle()
+    assert isinstance(handle, bytes) and len(handle) == 64
+    with pytest.raises(RuntimeError, match="this very process"):
+        torch.openreg.Event.from_ipc_handle(0, handle)
+    with pytest.raises(RuntimeError, match="no timing"):
+        event.elapsed_time(event)
+    assert event.query()
+    event.record()
+    event.synchronize()
+    torch.openreg.current_stream().wait_event(event)
+    assert event.query()
+    with pytest.raises(RuntimeError, match="not an openreg IPC handle"):
+        torch.openreg.Event.from_ipc_handle(0, bytes(64))
+
+
+# ------------------------------------------------------------------------ DataLoader
+
+DATASET = """
+class Squares(torch.utils.data.Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return torch.full((3,), float(i * i), device="openreg")
+"""
+
+
+def test_dataloader_spawn_workers_return_openreg_tensors(scenario):
+    out = scenario(DATASET + """
+if __name__ == "__main__":
+    loader = torch.utils.data.DataLoader(Squares(), batch_size=2, num_workers=2,
+                                         multiprocessing_context="spawn",
+                                         persistent_workers=True, timeout=WAIT)
+    for epoch in range(2):
+        batches = list(loader)
+        check(all(b.device == torch.device("openreg:0") for b in batches), "device")
+        values = torch.cat([b[:, 0].cpu() for b in batches]).tolist()
+        check(values == [float(i * i) for i in range(8)], str(values))
+    print("ok")
+""")
+    assert out.strip() == "ok"
+
+
+def test_dataloader_fork_before_openreg_was_used(scenario):
+    # The parent has not touched the device: forked workers start openreg themselves.
+    out = scenario(DATASET + """
+if __name__ == "__main__":
+    loader = torch.utils.data.DataLoader(Squares(), batch_size=4, num_workers=2,
+                                         multiprocessing_context="fork", timeout=WAIT)
+    print([b[:, 0].cpu().tolist() for b in loader])
+""")
+    assert out.strip() == "[[0.0, 1.0, 4.0, 9.0], [16.0, 25.0, 36.0, 49.0]]"
+
+
+def test_dataloader_fork_after_openreg_was_used_raises(scenario):
+    out = scenario(DATASET + """
+if __name__ == "__main__":
+    torch.ones(1, device="openreg")  # the parent initialised openreg: forked workers cannot use it
+    loader = torch.utils.data.DataLoader(Squares(), batch_size=4, num_workers=1,
+                                         multiprocessing_context="fork", timeout=WAIT)
+    try:
+        list(loader)
+        print("loaded")
+    except RuntimeError as e:
+        print("raised:", "forked" in str(e))
+""")
+    assert out.strip() == "raised: True"
+
+
+# ------------------------------------------------------------------ example and speed
+
+
+def test_hogwild_example(run_python):
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "hogwild.py"
+    proc = run_python(example.read_text() + "\n", timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    # e.g. "workers [0, 1] done; loss 1.2345 -> 0.0001; largest weight change 0.987"
+    words = proc.stdout.split()
+    before, after = float(words[words.index("loss") + 1].rstrip(";")), float(words[words.index("->") + 1].rstrip(";"))
+    assert "workers [0, 1] done" in proc.stdout
+    assert after < 0.01 < before, proc.stdout
+
+
+SPEED = """
+def child(conn):
+    while True:
+        t = conn.recv()
+        if t is None:
+            return
+        del t
+        conn.send(1)
+
+def round_trips(conn, t, n):
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        conn.send(t)
+        conn.recv()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[n // 2]
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    a, b = ctx.Pipe()
+    p = ctx.Process(target=child, args=(b,))
+    p.start()
+    small = torch.ones(1024, device="openreg")          # 4 KiB
+    large = torch.ones(16 * 2**20, device="openreg")    # 64 MiB
+    round_trips(a, small, 5)
+    round_trips(a, large, 5)  # warm-up: mappings and connections exist after this
+    t_small = round_trips(a, small, 30)
+    t_large = round_trips(a, large, 30)
+    a.send(None)
+    p.join(WAIT)
+    print(f"{t_small * 1e6:.0f} {t_large * 1e6:.0f}")
+"""
+
+
+def test_sending_64MiB_costs_about_what_4KiB_costs(scenario):
+    small_us, large_us = map(float, scenario(SPEED).split())
+    print(f"send+receive (median round trip): 4 KiB {small_us:.0f} us, 64 MiB {large_us:.0f} us")
+    assert large_us < 2 * small_us, (small_us, large_us)

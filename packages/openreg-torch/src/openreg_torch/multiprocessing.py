@@ -19,7 +19,8 @@ Lifetime. The sender's storage keeps its memory from being reused while another
 process has it open or a handle made for it has not been opened yet (a limbo, see
 ``csrc/runtime/OpenRegIpcTypes.h``); ``torch.openreg.ipc_collect()`` releases what
 no process uses any more. A received tensor can be sent on: the next receiver opens
-the original sender's allocation.
+the original sender's allocation. ``torch.openreg.Event(interprocess=True)`` events
+travel the same way (as ``torch.cuda.Event``'s do).
 
 Never a hang. A failure to share an openreg tensor raises in the caller (Pipe.send,
 Pool, Process.start). On a Queue the pickling runs on the queue's feeder thread,
@@ -84,6 +85,10 @@ def _reduce_openreg_storage(storage: torch.UntypedStorage):
     return (_rebuild_storage, _share(storage))
 
 
+def _reduce_event(event):
+    return (_rebuild_event, (event._ipc_device, event.ipc_handle()))
+
+
 def _raise_in_receiver(kind: type, message: str):
     raise kind(message)
 
@@ -121,6 +126,10 @@ def _install() -> None:
         reduce = _reducer(ours, previous)
         reduce._openreg = True
         ForkingPickler.register(cls, reduce)
+    # Interprocess events are openreg's own type: no reducer of torch's to chain to.
+    from .openreg._ipc_event import InterprocessEvent
+
+    ForkingPickler.register(InterprocessEvent, _reduce_event)
 # DOC END: install-reducers
 
 
@@ -169,6 +178,12 @@ def _rebuild_storage(device: int, handle: bytes, base: int, offset: int, nbytes:
     _shared_cache[key] = _StorageWeakRef(storage)
     return storage
 # DOC END: rebuild-storage
+
+
+def _rebuild_event(device: int, handle: bytes):
+    from .openreg._ipc_event import InterprocessEvent
+
+    return InterprocessEvent._open(device, handle)
 
 
 def _rebuild_tensor(cls, size, stride, storage_offset, dtype, storage_info, requires_grad):
