@@ -113,9 +113,9 @@ void Arena::punchHole(size_t offset, size_t length) {
 
 namespace {
 
-// The range a lookup matched. Readers of import slots retry while a writer is
-// between the two increments of `seq` (a seqlock), so they never combine the
-// fields of two different mappings.
+// Memory imported from other processes, looked up after the devices. Readers
+// retry while a writer is between the two increments of `seq` (a seqlock), so
+// they never combine the fields of two different mappings.
 struct Hit {
   int device = -1;
   int importSlot = -1;
@@ -123,25 +123,8 @@ struct Hit {
   uintptr_t kernel = 0;
 };
 
-// DOC START: view-to-kernel
-template <class Pick>
-bool matchDevices(uintptr_t p, Pick pick, Hit* hit) {
-  int limit = g_rangeLimit.load(std::memory_order_acquire);
-  for (int d = 0; d < limit; ++d) {
-    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
-    uintptr_t view = g_ranges[d].view.load(std::memory_order_relaxed);
-    uintptr_t kernel = g_ranges[d].kernel.load(std::memory_order_relaxed);
-    if (p - pick(view, kernel) < size) {
-      *hit = Hit{d, -1, view, kernel};
-      return true;
-    }
-  }
-  return false;
-}
-// DOC END: view-to-kernel
-
-template <class Pick>
-bool matchImports(uintptr_t p, Pick pick, Hit* hit) {
+template <bool kKernel>
+__attribute__((noinline)) bool matchImports(uintptr_t p, Hit* hit) {
   int limit = g_importLimit.load(std::memory_order_acquire);
   for (int i = 0; i < limit; ++i) {
     ImportRange& r = g_imports[i];
@@ -154,7 +137,7 @@ bool matchImports(uintptr_t p, Pick pick, Hit* hit) {
       int device = r.device.load(std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (r.seq.load(std::memory_order_relaxed) != before) continue;
-      if (p - pick(view, kernel) < size) {
+      if (p - (kKernel ? kernel : view) < size) {
         *hit = Hit{device, i, view, kernel};
         return true;
       }
@@ -164,41 +147,73 @@ bool matchImports(uintptr_t p, Pick pick, Hit* hit) {
   return false;
 }
 
-template <class Pick>
-bool match(uintptr_t p, Pick pick, Hit* hit) {
-  return matchDevices(p, pick, hit) || matchImports(p, pick, hit);
+// Out of line, so that the device scans below need no stack frame.
+template <bool kKernel>
+__attribute__((noinline)) int importedDevice(uintptr_t p) {
+  Hit hit;
+  return matchImports<kKernel>(p, &hit) ? hit.device : -1;
 }
 
-uintptr_t pickView(uintptr_t view, uintptr_t) { return view; }
-uintptr_t pickKernel(uintptr_t, uintptr_t kernel) { return kernel; }
+// The other view's address of imported memory, or nullptr.
+template <bool kKernel>
+__attribute__((noinline)) void* translateImported(uintptr_t p) {
+  Hit hit;
+  if (!matchImports<kKernel>(p, &hit)) return nullptr;
+  return reinterpret_cast<void*>(kKernel ? hit.view + (p - hit.kernel)
+                                         : hit.kernel + (p - hit.view));
+}
 
 }  // namespace
 
 int deviceOfView(uintptr_t p) {
-  Hit hit;
-  return match(p, pickView, &hit) ? hit.device : -1;
+  int limit = g_rangeLimit.load(std::memory_order_acquire);
+  for (int d = 0; d < limit; ++d) {
+    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
+    if (p - g_ranges[d].view.load(std::memory_order_relaxed) < size) return d;
+  }
+  return importedDevice<false>(p);
 }
 
 int deviceOfKernel(uintptr_t p) {
-  Hit hit;
-  return match(p, pickKernel, &hit) ? hit.device : -1;
+  int limit = g_rangeLimit.load(std::memory_order_acquire);
+  for (int d = 0; d < limit; ++d) {
+    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
+    if (p - g_ranges[d].kernel.load(std::memory_order_relaxed) < size) return d;
+  }
+  return importedDevice<true>(p);
 }
 
+// DOC START: view-to-kernel
 void* viewToKernel(uintptr_t p) {
-  Hit hit;
-  if (!match(p, pickView, &hit)) return nullptr;
-  return reinterpret_cast<void*>(hit.kernel + (p - hit.view));
+  int limit = g_rangeLimit.load(std::memory_order_acquire);
+  for (int d = 0; d < limit; ++d) {
+    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
+    uintptr_t off = p - g_ranges[d].view.load(std::memory_order_relaxed);
+    if (off < size) {
+      return reinterpret_cast<void*>(
+          g_ranges[d].kernel.load(std::memory_order_relaxed) + off);
+    }
+  }
+  return translateImported<false>(p);  // another process's memory (IPC)?
 }
+// DOC END: view-to-kernel
 
 void* kernelToView(uintptr_t p) {
-  Hit hit;
-  if (!match(p, pickKernel, &hit)) return nullptr;
-  return reinterpret_cast<void*>(hit.view + (p - hit.kernel));
+  int limit = g_rangeLimit.load(std::memory_order_acquire);
+  for (int d = 0; d < limit; ++d) {
+    size_t size = g_ranges[d].size.load(std::memory_order_acquire);
+    uintptr_t off = p - g_ranges[d].kernel.load(std::memory_order_relaxed);
+    if (off < size) {
+      return reinterpret_cast<void*>(
+          g_ranges[d].view.load(std::memory_order_relaxed) + off);
+    }
+  }
+  return translateImported<true>(p);
 }
 
 int importSlotOfView(uintptr_t p, uintptr_t* viewBase) {
   Hit hit;
-  if (!matchImports(p, pickView, &hit)) return -1;
+  if (!matchImports<false>(p, &hit)) return -1;
   if (viewBase != nullptr) *viewBase = hit.view;
   return hit.importSlot;
 }
