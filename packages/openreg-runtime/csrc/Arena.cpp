@@ -28,6 +28,19 @@ Range g_ranges[OR_MAX_DEVICES];
 // One past the highest mapped device, so lookups scan only live ranges.
 std::atomic<int> g_rangeLimit{0};
 
+// Other processes' device memory mapped here (IPC). Unlike device ranges these
+// come and go, so each carries a sequence number (odd while being rewritten).
+// Slots are only written under the IPC import mutex.
+struct ImportRange {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uintptr_t> view{0};
+  std::atomic<uintptr_t> kernel{0};
+  std::atomic<size_t> size{0};
+  std::atomic<int> device{-1};
+};
+ImportRange g_imports[kMaxImportRanges];
+std::atomic<int> g_importLimit{0};
+
 }  // namespace
 
 size_t pageSize() {
@@ -98,13 +111,67 @@ void Arena::punchHole(size_t offset, size_t length) {
             off_t(length));
 }
 
+namespace {
+
+// Memory imported from other processes, looked up after the devices. Readers
+// retry while a writer is between the two increments of `seq` (a seqlock), so
+// they never combine the fields of two different mappings.
+struct Hit {
+  int device = -1;
+  int importSlot = -1;
+  uintptr_t view = 0;
+  uintptr_t kernel = 0;
+};
+
+template <bool kKernel>
+__attribute__((noinline)) bool matchImports(uintptr_t p, Hit* hit) {
+  int limit = g_importLimit.load(std::memory_order_acquire);
+  for (int i = 0; i < limit; ++i) {
+    ImportRange& r = g_imports[i];
+    for (;;) {
+      uint32_t before = r.seq.load(std::memory_order_acquire);
+      if (before & 1) continue;  // a writer is mid-update (never for long)
+      size_t size = r.size.load(std::memory_order_relaxed);
+      uintptr_t view = r.view.load(std::memory_order_relaxed);
+      uintptr_t kernel = r.kernel.load(std::memory_order_relaxed);
+      int device = r.device.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (r.seq.load(std::memory_order_relaxed) != before) continue;
+      if (p - (kKernel ? kernel : view) < size) {
+        *hit = Hit{device, i, view, kernel};
+        return true;
+      }
+      break;
+    }
+  }
+  return false;
+}
+
+// Out of line, so that the device scans below need no stack frame.
+template <bool kKernel>
+__attribute__((noinline)) int importedDevice(uintptr_t p) {
+  Hit hit;
+  return matchImports<kKernel>(p, &hit) ? hit.device : -1;
+}
+
+// The other view's address of imported memory, or nullptr.
+template <bool kKernel>
+__attribute__((noinline)) void* translateImported(uintptr_t p) {
+  Hit hit;
+  if (!matchImports<kKernel>(p, &hit)) return nullptr;
+  return reinterpret_cast<void*>(kKernel ? hit.view + (p - hit.kernel)
+                                         : hit.kernel + (p - hit.view));
+}
+
+}  // namespace
+
 int deviceOfView(uintptr_t p) {
   int limit = g_rangeLimit.load(std::memory_order_acquire);
   for (int d = 0; d < limit; ++d) {
     size_t size = g_ranges[d].size.load(std::memory_order_acquire);
     if (p - g_ranges[d].view.load(std::memory_order_relaxed) < size) return d;
   }
-  return -1;
+  return importedDevice<false>(p);
 }
 
 int deviceOfKernel(uintptr_t p) {
@@ -113,7 +180,7 @@ int deviceOfKernel(uintptr_t p) {
     size_t size = g_ranges[d].size.load(std::memory_order_acquire);
     if (p - g_ranges[d].kernel.load(std::memory_order_relaxed) < size) return d;
   }
-  return -1;
+  return importedDevice<true>(p);
 }
 
 // DOC START: view-to-kernel
@@ -127,7 +194,7 @@ void* viewToKernel(uintptr_t p) {
           g_ranges[d].kernel.load(std::memory_order_relaxed) + off);
     }
   }
-  return nullptr;
+  return translateImported<false>(p);  // another process's memory (IPC)?
 }
 // DOC END: view-to-kernel
 
@@ -141,7 +208,45 @@ void* kernelToView(uintptr_t p) {
           g_ranges[d].view.load(std::memory_order_relaxed) + off);
     }
   }
-  return nullptr;
+  return translateImported<true>(p);
+}
+
+int importSlotOfView(uintptr_t p, uintptr_t* viewBase) {
+  Hit hit;
+  if (!matchImports<false>(p, &hit)) return -1;
+  if (viewBase != nullptr) *viewBase = hit.view;
+  return hit.importSlot;
+}
+
+int publishImportRange(int device, uintptr_t view, uintptr_t kernel, size_t size) {
+  for (int i = 0; i < kMaxImportRanges; ++i) {
+    ImportRange& r = g_imports[i];
+    if (r.size.load(std::memory_order_relaxed) != 0) continue;
+    uint32_t seq = r.seq.load(std::memory_order_relaxed);
+    r.seq.store(seq + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    r.view.store(view, std::memory_order_relaxed);
+    r.kernel.store(kernel, std::memory_order_relaxed);
+    r.device.store(device, std::memory_order_relaxed);
+    r.size.store(size, std::memory_order_relaxed);
+    r.seq.store(seq + 2, std::memory_order_release);
+    if (g_importLimit.load(std::memory_order_relaxed) < i + 1) {
+      g_importLimit.store(i + 1, std::memory_order_release);
+    }
+    return i;
+  }
+  return -1;
+}
+
+void retireImportRange(int slot) {
+  ImportRange& r = g_imports[slot];
+  uint32_t seq = r.seq.load(std::memory_order_relaxed);
+  r.seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  r.size.store(0, std::memory_order_relaxed);
+  r.view.store(0, std::memory_order_relaxed);
+  r.kernel.store(0, std::memory_order_relaxed);
+  r.seq.store(seq + 2, std::memory_order_release);
 }
 
 }  // namespace openreg

@@ -36,7 +36,7 @@ orError_t classify(const char* call, const char* role, const void* ptr, size_t c
   int d = deviceOfView(p);
   if (d >= 0) {
     Allocation a;
-    if (!device(d).allocator.find(p, &a)) {
+    if (!findAllocation(d, p, &a)) {
       return fail(orErrorInvalidValue,
                   "%s: %s %p lies in device %d's memory but not inside a live "
                   "allocation (freed?)",

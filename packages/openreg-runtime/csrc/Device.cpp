@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "Errors.h"
+#include "Ipc.h"
 #include "Runtime.h"
 #include "Stream.h"
 
@@ -26,6 +27,12 @@ void createDevices(const EnvConfig& config) {
 }
 
 Device& device(int index) { return *g_devices[index]; }
+
+bool findAllocation(int d, uintptr_t p, Allocation* out) {
+  if (device(d).allocator.find(p, out)) return true;
+  int importedDevice = -1;
+  return findImported(p, &importedDevice, out);
+}
 
 }  // namespace openreg
 

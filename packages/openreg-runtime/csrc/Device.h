@@ -16,5 +16,8 @@ struct Device {
 void createDevices(const EnvConfig& config);
 // `index` must already be validated.
 Device& device(int index);
+// The live allocation containing `p`, which lies in device `d`'s memory
+// (deviceOfView): one of this process's, or one opened from another process.
+bool findAllocation(int d, uintptr_t p, Allocation* out);
 
 }  // namespace openreg

@@ -11,8 +11,7 @@ void DeviceAllocator::init(int device, size_t capacity) {
   device_ = device;
   capacity_ = capacity;
   // One free block spanning the whole capacity; its pages were never touched.
-  blocks_[0] = Block{capacity, 0, true, false};
-  freeBySize_.insert({capacity, 0});
+  insertFree(0, capacity, false);
 }
 
 size_t DeviceAllocator::freeBytes() {
@@ -53,7 +52,12 @@ orError_t DeviceAllocator::allocate(size_t size, void** ptr) {
   // Remainders are granule multiples, except the odd tail of an unaligned
   // capacity, which stays free at the end for a request that fits it.
   size_t taken = std::min(block.size, rounded);
-  blocks_[offset] = Block{taken, size, false, false};
+  Block& fresh = blocks_[offset];
+  fresh = Block();
+  fresh.size = taken;
+  fresh.requested = size;
+  fresh.free = false;
+  fresh.serial = nextSerial_++;
   if (taken < block.size) insertFree(offset + taken, block.size - taken, block.dirty);
   used_ += taken;
   *ptr = reinterpret_cast<void*>(arena_.viewBase() + offset);
@@ -64,7 +68,7 @@ orError_t DeviceAllocator::release(uintptr_t ptr) {
   std::lock_guard<std::mutex> lock(mutex_);
   size_t offset = ptr - arena_.viewBase();
   auto it = arena_.mapped() ? blocks_.find(offset) : blocks_.end();
-  if (it == blocks_.end() || it->second.free) {
+  if (it == blocks_.end() || it->second.free || it->second.freed) {
     Allocation containing;
     if (findLocked(ptr, &containing)) {
       return fail(orErrorInvalidDevicePointer,
@@ -78,6 +82,18 @@ orError_t DeviceAllocator::release(uintptr_t ptr) {
                 "(already freed?)",
                 reinterpret_cast<void*>(ptr), device_);
   }
+  if (it->second.imports > 0) {
+    // Other processes still map it: the block is freed when the last closes.
+    it->second.freed = true;
+    it->second.unopened.clear();
+    return orSuccess;
+  }
+  freeBlockLocked(it);
+  return orSuccess;
+}
+
+void DeviceAllocator::freeBlockLocked(BlockMap::iterator it) {
+  size_t offset = it->first;
   size_t size = it->second.size;
   used_ -= size;
   blocks_.erase(it);
@@ -99,6 +115,105 @@ orError_t DeviceAllocator::release(uintptr_t ptr) {
   }
   insertFree(start, end - start, true);
   maybePunch(blocks_.find(start));
+}
+
+DeviceAllocator::BlockMap::iterator DeviceAllocator::exportedLocked(size_t offset,
+                                                                    uint64_t serial) {
+  auto it = blocks_.find(offset);
+  if (it == blocks_.end() || it->second.free || it->second.serial != serial) {
+    return blocks_.end();
+  }
+  return it;
+}
+
+orError_t DeviceAllocator::exportAllocation(uintptr_t ptr, ExportInfo* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t offset = ptr - arena_.viewBase();
+  auto it = arena_.mapped() ? blocks_.find(offset) : blocks_.end();
+  if (it == blocks_.end() || it->second.free || it->second.freed) {
+    Allocation containing;
+    if (findLocked(ptr, &containing)) {
+      return fail(orErrorInvalidDevicePointer,
+                  "orIpcGetMemHandle: %p points %zu bytes into the allocation at "
+                  "0x%zx on device %d; a handle names a whole allocation, so pass "
+                  "the pointer orMalloc returned (and send the offset apart)",
+                  reinterpret_cast<void*>(ptr), size_t(ptr - containing.base),
+                  size_t(containing.base), device_);
+    }
+    return fail(orErrorInvalidDevicePointer,
+                "orIpcGetMemHandle: %p is not a live allocation on device %d "
+                "(freed?)",
+                reinterpret_cast<void*>(ptr), device_);
+  }
+  Block& b = it->second;
+  out->offset = offset;
+  out->size = b.requested;
+  out->serial = b.serial;
+  out->ticket = nextTicket_++;
+  b.unopened.push_back(out->ticket);
+  return orSuccess;
+}
+
+orError_t DeviceAllocator::issueTicket(size_t offset, uint64_t serial, uint64_t* ticket) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = exportedLocked(offset, serial);
+  if (it == blocks_.end() || it->second.freed) {
+    return fail(orErrorIpcHandleStale,
+                "the allocation at offset %zu of device %d was freed by its "
+                "exporting process; it can no longer be shared",
+                offset, device_);
+  }
+  *ticket = nextTicket_++;
+  it->second.unopened.push_back(*ticket);
+  return orSuccess;
+}
+
+orError_t DeviceAllocator::acquireImport(size_t offset, uint64_t serial, uint64_t ticket,
+                                         size_t* size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = exportedLocked(offset, serial);
+  if (it == blocks_.end() || it->second.freed) {
+    return fail(orErrorIpcHandleStale,
+                "the exporting process freed the allocation this handle names "
+                "(device %d, offset %zu) after creating the handle",
+                device_, offset);
+  }
+  Block& b = it->second;
+  auto t = std::find(b.unopened.begin(), b.unopened.end(), ticket);
+  if (t != b.unopened.end()) b.unopened.erase(t);
+  ++b.imports;
+  *size = b.requested;
+  return orSuccess;
+}
+
+void DeviceAllocator::releaseImport(size_t offset, uint64_t serial) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = exportedLocked(offset, serial);
+  if (it == blocks_.end() || it->second.imports == 0) return;
+  if (--it->second.imports == 0 && it->second.freed) freeBlockLocked(it);
+}
+
+void DeviceAllocator::discardTicket(size_t offset, uint64_t serial, uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = exportedLocked(offset, serial);
+  if (it == blocks_.end()) return;
+  auto& unopened = it->second.unopened;
+  auto t = std::find(unopened.begin(), unopened.end(), ticket);
+  if (t != unopened.end()) unopened.erase(t);
+}
+
+orError_t DeviceAllocator::refCounts(uintptr_t ptr, int* opens, int* unopened) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t offset = ptr - arena_.viewBase();
+  auto it = arena_.mapped() ? blocks_.find(offset) : blocks_.end();
+  if (it == blocks_.end() || it->second.free || it->second.freed) {
+    return fail(orErrorInvalidDevicePointer,
+                "orIpcGetMemRefCount: %p is not the start of a live allocation on "
+                "device %d",
+                reinterpret_cast<void*>(ptr), device_);
+  }
+  *opens = it->second.imports;
+  *unopened = int(it->second.unopened.size());
   return orSuccess;
 }
 
@@ -120,14 +235,17 @@ bool DeviceAllocator::findLocked(uintptr_t p, Allocation* out) {
   if (it == blocks_.begin()) return false;
   --it;
   const Block& b = it->second;
-  if (b.free || offset - it->first >= b.requested) return false;
+  if (b.free || b.freed || offset - it->first >= b.requested) return false;
   out->base = arena_.viewBase() + it->first;
   out->size = b.requested;
   return true;
 }
 
 void DeviceAllocator::insertFree(size_t offset, size_t size, bool dirty) {
-  blocks_[offset] = Block{size, 0, true, dirty};
+  Block& b = blocks_[offset];
+  b = Block();
+  b.size = size;
+  b.dirty = dirty;
   freeBySize_.insert({size, offset});
 }
 

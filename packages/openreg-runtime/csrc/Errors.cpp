@@ -50,6 +50,13 @@ OR_API const char* orGetErrorString(orError_t error) {
       return "openreg was initialised in a parent process and cannot be used "
              "in a forked child";
     case orErrorNotSupported: return "operation not supported";
+    case orErrorAlreadyMapped: return "IPC handle is already open in this process";
+    case orErrorNotMapped: return "pointer is not an open IPC mapping";
+    case orErrorIpcInvalidHandle: return "not a valid IPC handle";
+    case orErrorIpcExporterGone:
+      return "the process that exported the IPC handle cannot be reached";
+    case orErrorIpcHandleStale:
+      return "the exporter freed the memory or destroyed the event the IPC handle names";
   }
   return "unrecognized error code";
 }
@@ -68,6 +75,11 @@ OR_API const char* orGetErrorName(orError_t error) {
     case orErrorNotReady: return "orErrorNotReady";
     case orErrorForkedProcess: return "orErrorForkedProcess";
     case orErrorNotSupported: return "orErrorNotSupported";
+    case orErrorAlreadyMapped: return "orErrorAlreadyMapped";
+    case orErrorNotMapped: return "orErrorNotMapped";
+    case orErrorIpcInvalidHandle: return "orErrorIpcInvalidHandle";
+    case orErrorIpcExporterGone: return "orErrorIpcExporterGone";
+    case orErrorIpcHandleStale: return "orErrorIpcHandleStale";
   }
   return "orErrorUnknown";
 }

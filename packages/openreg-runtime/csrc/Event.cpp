@@ -1,9 +1,13 @@
 // Event calls (cudaEventCreate, cudaEventRecord, cudaEventElapsedTime, ...).
 #include "Event.h"
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include "Errors.h"
+#include "Ipc.h"
+#include "IpcEvent.h"
 #include "Runtime.h"
 #include "SlotTable.h"
 #include "Stream.h"
@@ -16,7 +20,38 @@ SlotTable<Event>& eventTable() {
   return *table;
 }
 
-constexpr unsigned kValidEventFlags = orEventBlockingSync | orEventDisableTiming;
+constexpr unsigned kValidEventFlags =
+    orEventBlockingSync | orEventDisableTiming | orEventInterprocess;
+
+// Fills a slot handed out by the table. `init` runs before the handle is
+// valid; `shared` fields stay as given for the event's life.
+struct EventInit {
+  int device;
+  unsigned flags;
+  SharedEventState* shared = nullptr;
+  uint32_t sharedSlot = 0;
+  uint32_t sharedGeneration = 0;
+  int32_t sharedPid = 0;
+  uint64_t sharedNonce = 0;
+  Peer* peer = nullptr;
+};
+
+Event* acquireEvent(const EventInit& init, uintptr_t* handle) {
+  return eventTable().acquire(handle, [&](Event& fresh) {
+    std::lock_guard<std::mutex> lock(fresh.mutex);
+    fresh.device = init.device;
+    fresh.flags = init.flags;
+    fresh.recorded = false;
+    fresh.stream = nullptr;
+    fresh.timeNs = -1;
+    fresh.shared = init.shared;
+    fresh.sharedSlot = init.sharedSlot;
+    fresh.sharedGeneration = init.sharedGeneration;
+    fresh.sharedPid = init.sharedPid;
+    fresh.sharedNonce = init.sharedNonce;
+    fresh.peer = init.peer;
+  });
+}
 
 }  // namespace
 
@@ -49,6 +84,19 @@ orError_t resolveEvent(orEvent_t handle, Event** out) {
                 static_cast<void*>(handle));
   }
   *out = e;
+  return orSuccess;
+}
+
+orError_t createImportedEvent(orEvent_t* event, int device, SharedEventState* state,
+                              uint32_t slot, uint32_t generation, Peer* peer, int32_t pid,
+                              uint64_t nonce) {
+  EventInit init{device, orEventInterprocess | orEventDisableTiming, state, slot,
+                 generation, pid, nonce, peer};
+  uintptr_t handle = 0;
+  if (acquireEvent(init, &handle) == nullptr) {
+    return fail(orErrorMemoryAllocation, "too many live events");
+  }
+  *event = reinterpret_cast<orEvent_t>(handle);
   return orSuccess;
 }
 
@@ -105,21 +153,29 @@ OR_API orError_t orEventCreateWithFlags(orEvent_t* event, unsigned int flags) {
   if ((flags & ~kValidEventFlags) != 0) {
     return fail(orErrorInvalidValue,
                 "orEventCreateWithFlags: unknown flags 0x%x (valid: "
-                "orEventBlockingSync 0x1, orEventDisableTiming 0x2)",
+                "orEventBlockingSync 0x1, orEventDisableTiming 0x2, "
+                "orEventInterprocess 0x4)",
                 flags);
   }
   OR_RETURN_IF_ERROR(checkDeviceIndex(t_currentDevice));
+  EventInit init{t_currentDevice, flags};
+  if (flags & orEventInterprocess) {
+    if (!(flags & orEventDisableTiming)) {
+      return fail(orErrorInvalidValue,
+                  "orEventCreateWithFlags: orEventInterprocess requires "
+                  "orEventDisableTiming (an interprocess event has no time)");
+    }
+    OR_RETURN_IF_ERROR(allocateSharedEvent(init.device, &init.shared, &init.sharedSlot,
+                                           &init.sharedGeneration));
+    init.sharedPid = int32_t(getpid());
+    init.sharedNonce = ipcNonce();
+  }
   uintptr_t handle = 0;
-  int device = t_currentDevice;
-  Event* e = eventTable().acquire(&handle, [&](Event& fresh) {
-    std::lock_guard<std::mutex> lock(fresh.mutex);
-    fresh.device = device;
-    fresh.flags = flags;
-    fresh.recorded = false;
-    fresh.stream = nullptr;
-    fresh.timeNs = -1;
-  });
-  if (e == nullptr) return fail(orErrorMemoryAllocation, "too many live events");
+  Event* e = acquireEvent(init, &handle);
+  if (e == nullptr) {
+    if (init.shared != nullptr) destroySharedEvent(init.sharedSlot);
+    return fail(orErrorMemoryAllocation, "too many live events");
+  }
   *event = reinterpret_cast<orEvent_t>(handle);
   return orSuccess;
 }
@@ -135,6 +191,11 @@ OR_API orError_t orEventDestroy(orEvent_t event) {
     std::lock_guard<std::mutex> lock(e->mutex);
     ++e->seq;  // pending stamps for this life are now ignored
     e->recorded = false;
+  }
+  if (e->peer != nullptr) {
+    closeImportedEvent(e->peer, e->sharedSlot, e->sharedGeneration);
+  } else if (e->shared != nullptr) {
+    destroySharedEvent(e->sharedSlot);
   }
   eventTable().recycle(e);
   return orSuccess;
@@ -154,6 +215,13 @@ OR_API orError_t orEventRecord(orEvent_t event, orStream_t stream) {
                 static_cast<void*>(event), e->device, static_cast<void*>(stream),
                 s->device());
   }
+  if (e->shared != nullptr) {
+    uint64_t n = beginSharedRecord(e->shared);
+    if (s->recordShared(e->shared, e->sharedGeneration, n)) {
+      completeSharedRecord(e->shared, e->sharedGeneration, n);
+    }
+    return orSuccess;
+  }
   uint64_t seq = ++e->seq;
   e->timeNs = -1;
   bool done = false;
@@ -168,6 +236,13 @@ OR_API orError_t orEventQuery(orEvent_t event) {
   OR_ENTER();
   Event* e;
   OR_RETURN_IF_ERROR(resolveEvent(event, &e));
+  if (e->shared != nullptr) {
+    if (sharedRecordDone(e->shared, e->shared->recorded.load(std::memory_order_acquire))) {
+      return orSuccess;
+    }
+    return fail(orErrorNotReady, "interprocess event %p has not completed yet",
+                static_cast<void*>(event));
+  }
   Stream* s;
   uint64_t ticket;
   if (!e->capture(&s, &ticket) || s->reached(ticket)) return orSuccess;
@@ -179,6 +254,10 @@ OR_API orError_t orEventSynchronize(orEvent_t event) {
   OR_ENTER();
   Event* e;
   OR_RETURN_IF_ERROR(resolveEvent(event, &e));
+  if (e->shared != nullptr) {
+    return waitSharedRecord(e->shared, e->sharedGeneration,
+                            e->shared->recorded.load(std::memory_order_acquire));
+  }
   Stream* s;
   uint64_t ticket;
   if (!e->capture(&s, &ticket)) return orSuccess;

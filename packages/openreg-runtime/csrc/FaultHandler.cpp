@@ -98,7 +98,9 @@ void describeFault(uintptr_t address, int device) {
   m.dec(uint64_t(device));
   Allocation a;
   bool gotLock = false;
-  if (openreg::device(device).allocator.tryFind(address, &a, &gotLock)) {
+  if (importSlotOfView(address, nullptr) >= 0) {
+    m.text(", memory opened from another process (IPC)");
+  } else if (openreg::device(device).allocator.tryFind(address, &a, &gotLock)) {
     m.text(", allocation ");
     m.hex(a.base);
     m.text(" (");

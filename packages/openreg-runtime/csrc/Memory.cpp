@@ -6,6 +6,7 @@
 #include "Device.h"
 #include "Errors.h"
 #include "HostAllocator.h"
+#include "Ipc.h"
 #include "Runtime.h"
 
 using namespace openreg;
@@ -30,6 +31,12 @@ OR_API orError_t orFree(void* ptr) {
     bool isPinned = findPinned(uintptr_t(ptr), &pinned);
     return fail(orErrorInvalidDevicePointer, "orFree: %p is not device memory%s", ptr,
                 isPinned ? " (pinned host memory is freed with orFreeHost)" : "");
+  }
+  if (importSlotOfView(uintptr_t(ptr), nullptr) >= 0) {
+    return fail(orErrorInvalidDevicePointer,
+                "orFree: %p is memory opened from another process; close it with "
+                "orIpcCloseMemHandle",
+                ptr);
   }
   return device(d).allocator.release(uintptr_t(ptr));
 }
@@ -61,7 +68,7 @@ OR_API orError_t orPointerGetAttributes(orPointerAttributes* attributes,
   int d = deviceOfView(p);
   if (d >= 0) {
     Allocation alloc;
-    if (!device(d).allocator.find(p, &alloc)) {
+    if (!findAllocation(d, p, &alloc)) {
       return fail(orErrorInvalidDevicePointer,
                   "%p lies in device %d's memory but not inside a live allocation "
                   "(freed, or past the end of one)",

@@ -10,6 +10,7 @@
 #include "Device.h"
 #include "Errors.h"
 #include "FaultHandler.h"
+#include "Ipc.h"
 
 namespace openreg {
 
@@ -51,6 +52,7 @@ void onForkChild() {
   // arenas are MADV_DONTFORK (not inherited) and its worker threads are gone.
   if (g_state.load(std::memory_order_relaxed) == kReady) {
     g_state.store(kForked, std::memory_order_release);
+    ipcAfterForkChild();
   }
 }
 

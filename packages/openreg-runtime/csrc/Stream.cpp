@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "Event.h"
+#include "IpcEvent.h"
 
 namespace openreg {
 
@@ -83,6 +84,17 @@ void execute(const WorkItem& item) {
     case WorkItem::kWaitStream:
       item.other->waitFor(item.otherTicket);
       break;
+    case WorkItem::kSharedStamp:
+      completeSharedRecord(item.shared, item.sharedGeneration, item.sharedRecord);
+      break;
+    case WorkItem::kSharedWait:
+      // A recorder that died never completes: the stream goes on rather than
+      // wedging (the error is for orEventSynchronize callers to see).
+      if (waitSharedRecord(item.shared, item.sharedGeneration, item.sharedRecord) !=
+          orSuccess) {
+        orGetLastError();
+      }
+      break;
   }
 }
 
@@ -142,6 +154,19 @@ uint64_t Stream::recordEvent(Event* event, uint64_t seq, bool timing,
   marker.eventSeq = seq;
   pushLocked(marker);
   return marker.ticket;
+}
+
+bool Stream::recordShared(SharedEventState* state, uint32_t generation, uint64_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t submitted = submitted_.load(std::memory_order_relaxed);
+  if (completed_.load(std::memory_order_relaxed) == submitted || closed_) return true;
+  WorkItem marker;
+  marker.kind = WorkItem::kSharedStamp;
+  marker.shared = state;
+  marker.sharedGeneration = generation;
+  marker.sharedRecord = n;
+  pushLocked(marker);
+  return false;
 }
 
 void Stream::close() {

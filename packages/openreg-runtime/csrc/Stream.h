@@ -25,10 +25,15 @@ constexpr int kLeastPriority = 0;
 constexpr int kGreatestPriority = -2;
 
 struct Event;
+struct SharedEventState;
 class Stream;
 
 struct WorkItem {
-  enum Kind : uint8_t { kCopy, kMemset, kHostFunc, kEventStamp, kWaitStream };
+  enum Kind : uint8_t {
+    kCopy, kMemset, kHostFunc, kEventStamp, kWaitStream,
+    kSharedStamp,  // complete record `sharedRecord` of an interprocess event
+    kSharedWait,   // wait until that record has completed
+  };
   Kind kind = kHostFunc;
   uint64_t ticket = 0;
   void* dst = nullptr;  // kernel-view / host addresses, resolved at issue time
@@ -41,6 +46,9 @@ struct WorkItem {
   uint64_t eventSeq = 0;
   Stream* other = nullptr;  // kWaitStream: wait until other reaches otherTicket
   uint64_t otherTicket = 0;
+  SharedEventState* shared = nullptr;  // kSharedStamp, kSharedWait
+  uint32_t sharedGeneration = 0;
+  uint64_t sharedRecord = 0;
 };
 
 class Stream {
@@ -71,6 +79,9 @@ class Stream {
   // when a timing event must be stamped by the worker. *alreadyDone when the
   // stream is idle (caller stamps the time itself).
   uint64_t recordEvent(Event* event, uint64_t seq, bool timing, bool* alreadyDone);
+  // Interprocess events: true when the stream is idle (the caller completes
+  // record `n` itself); otherwise a marker completes it in stream order.
+  bool recordShared(SharedEventState* state, uint32_t generation, uint64_t n);
   // Refuse new work, let pending work finish, join the worker.
   void close();
 

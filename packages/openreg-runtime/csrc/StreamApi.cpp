@@ -5,6 +5,7 @@
 
 #include "Errors.h"
 #include "Event.h"
+#include "IpcEvent.h"
 #include "Runtime.h"
 #include "SlotTable.h"
 #include "Stream.h"
@@ -172,6 +173,17 @@ OR_API orError_t orStreamWaitEvent(orStream_t stream, orEvent_t event,
   OR_RETURN_IF_ERROR(resolveStream(stream, &s));
   Event* e;
   OR_RETURN_IF_ERROR(resolveEvent(event, &e));
+  if (e->shared != nullptr) {
+    uint64_t n = e->shared->recorded.load(std::memory_order_acquire);
+    if (sharedRecordDone(e->shared, n)) return orSuccess;
+    WorkItem wait;
+    wait.kind = WorkItem::kSharedWait;
+    wait.shared = e->shared;
+    wait.sharedGeneration = e->sharedGeneration;
+    wait.sharedRecord = n;
+    if (!s->enqueue(wait)) return closedStream(stream);
+    return orSuccess;
+  }
   Stream* recordedOn;
   uint64_t ticket;
   if (!e->capture(&recordedOn, &ticket)) return orSuccess;  // never recorded

@@ -10,6 +10,7 @@ Every call has a timeout and kills the child's process group when it ends."""
 
 import contextlib
 import os
+import queue
 import resource
 import signal
 import subprocess
@@ -117,3 +118,64 @@ def raises(name: str):
     with pytest.raises(rt.OpenRegError) as info:
         yield info
     assert info.value.name == name, str(info.value)
+
+
+class Peer:
+    """Another process running `code` (a fresh interpreter, so another runtime),
+    exchanging lines with the test over its stdin/stdout. Every read waits at
+    most `timeout` seconds; leaving the `with` block kills it if still alive."""
+
+    def __init__(self, code: str, env: "dict | None" = None, timeout: float = 60):
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREG_")}
+        full_env.update(env or {})
+        self.timeout = timeout
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=full_env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_no_core_dump,
+        )
+        self._lines: "queue.Queue[str | None]" = queue.Queue()
+        self._stderr: "list[str]" = []
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines.put), daemon=True).start()
+        threading.Thread(target=self._pump, args=(self.proc.stderr, self._stderr.append), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream, put):
+        for line in stream:
+            put(line)
+        put(None)
+
+    def _failure(self, what: str) -> str:
+        return f"{what}; peer stderr:\n{''.join(s for s in self._stderr if s)}"
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def recv(self) -> str:
+        try:
+            line = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            raise AssertionError(self._failure(f"no line from the peer within {self.timeout} s")) from None
+        if line is None:
+            self.proc.wait(timeout=self.timeout)
+            raise AssertionError(self._failure(f"the peer ended (exit {self.proc.returncode})"))
+        return line.rstrip("\n")
+
+    def finish(self) -> None:
+        """Wait for a successful exit."""
+        self.proc.stdin.close()
+        self.proc.wait(timeout=self.timeout)
+        assert self.proc.returncode == 0, self._failure(f"exit {self.proc.returncode}")
+
+    def __enter__(self) -> "Peer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=self.timeout)

@@ -22,6 +22,11 @@ HEADER_CODES = {
     "orErrorNotReady": 600,
     "orErrorForkedProcess": 700,
     "orErrorNotSupported": 801,
+    "orErrorAlreadyMapped": 208,
+    "orErrorNotMapped": 211,
+    "orErrorIpcInvalidHandle": 710,
+    "orErrorIpcExporterGone": 711,
+    "orErrorIpcHandleStale": 712,
 }
 
 

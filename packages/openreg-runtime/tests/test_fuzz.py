@@ -677,12 +677,17 @@ class RuntimeMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------ events
 
-    @rule(flags=st.sampled_from([0, 1, 2, 3, 4, 0x80000000]))
+    @rule(flags=st.sampled_from([0, 1, 2, 3, 4, 6, 7, 8, 0x80000000]))
     def event_create(self, flags):
-        if flags & ~3:
+        if flags & ~7:
             outcome(lambda: _C._event_create_with_flags(flags),
                     [("orErrorInvalidValue", f"unknown flags {flags:#x}")])
             return
+        if flags & 4 and not flags & 2:
+            outcome(lambda: _C._event_create_with_flags(flags),
+                    [("orErrorInvalidValue", "orEventInterprocess requires orEventDisableTiming")])
+            return
+        # Interprocess events (4) behave like any other within one process.
         self.create_event(flags)
 
     @rule(data=st.data())

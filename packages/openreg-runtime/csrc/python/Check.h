@@ -35,6 +35,7 @@ void bindDevice(py::module_& m);
 void bindMemory(py::module_& m);
 void bindStreams(py::module_& m);
 void bindEvents(py::module_& m);
+void bindIpc(py::module_& m);
 // Only defines _sanitizer_selftest in sanitizer builds.
 void bindSanitizerSelfTest(py::module_& m);
 

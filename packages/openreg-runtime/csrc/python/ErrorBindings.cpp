@@ -18,7 +18,9 @@ void bindErrors(py::module_& m) {
                       orErrorInitializationError, orErrorNoDevice, orErrorInvalidDevice,
                       orErrorInvalidDevicePointer, orErrorInvalidMemcpyDirection,
                       orErrorInvalidResourceHandle, orErrorNotReady, orErrorForkedProcess,
-                      orErrorNotSupported}) {
+                      orErrorNotSupported, orErrorAlreadyMapped, orErrorNotMapped,
+                      orErrorIpcInvalidHandle, orErrorIpcExporterGone,
+                      orErrorIpcHandleStale}) {
     codes[orGetErrorName(e)] = int(e);
   }
   m.attr("_error_codes") = codes;

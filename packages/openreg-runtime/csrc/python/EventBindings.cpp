@@ -22,7 +22,9 @@ void bindEvents(py::module_& m) {
     check(orEventCreate(&e));
     return reinterpret_cast<uintptr_t>(e);
   });
-  m.def("_event_destroy", [](uintptr_t e) { check(orEventDestroy(event(e))); });
+  // Releasing an event opened from another process tells that process.
+  m.def("_event_destroy",
+        [](uintptr_t e) { callReleased([&] { return orEventDestroy(event(e)); }); });
   m.def("_event_record", [](uintptr_t e, uintptr_t s) {
     check(orEventRecord(event(e), reinterpret_cast<orStream_t>(s)));
   });

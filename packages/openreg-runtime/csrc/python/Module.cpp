@@ -36,5 +36,6 @@ PYBIND11_MODULE(_C, m) {
   bindMemory(m);
   bindStreams(m);
   bindEvents(m);
+  bindIpc(m);
   bindSanitizerSelfTest(m);
 }

@@ -39,12 +39,21 @@ from .memory import (
     pointer_attributes,
 )
 from .streams import Event, Stream
+from .ipc import (
+    IPC_HANDLE_SIZE,
+    ipc_close_mem_handle,
+    ipc_discard_mem_handle,
+    ipc_get_mem_handle,
+    ipc_mem_ref_count,
+    ipc_open_mem_handle,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DeviceProperties",
     "Event",
+    "IPC_HANDLE_SIZE",
     "MemcpyKind",
     "MemoryType",
     "OpenRegError",
@@ -63,6 +72,11 @@ __all__ = [
     "get_include",
     "get_library_dir",
     "install_fault_handler",
+    "ipc_close_mem_handle",
+    "ipc_discard_mem_handle",
+    "ipc_get_mem_handle",
+    "ipc_mem_ref_count",
+    "ipc_open_mem_handle",
     "kernel_pointer",
     "malloc",
     "malloc_host",

@@ -119,11 +119,30 @@ class Stream:
 
 
 class Event:
-    """A marker in a stream's work. ``enable_timing`` as in ``torch.cuda.Event``."""
+    """A marker in a stream's work. ``enable_timing`` as in ``torch.cuda.Event``.
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False):
-        flags = (0 if enable_timing else 0x2) | (0x1 if blocking else 0)
+    ``interprocess=True`` makes an event other processes can open from
+    ``ipc_handle()`` with ``Event.from_ipc_handle``: recording it in one
+    process and waiting on it in another orders their work. Such an event
+    has no timing.
+    """
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False, *, _handle: "int | None" = None):
+        if _handle is not None:
+            self._handle = _handle
+            return
+        flags = (0 if enable_timing else 0x2) | (0x1 if blocking else 0) | (0x4 if interprocess else 0)
         self._handle = _C._event_create_with_flags(flags)
+
+    @classmethod
+    def from_ipc_handle(cls, handle: bytes) -> "Event":
+        """This process's view of another process's interprocess event."""
+        return cls(_handle=_C._ipc_open_event_handle(handle))
+
+    def ipc_handle(self) -> bytes:
+        """A handle other processes can open with ``Event.from_ipc_handle``."""
+        return _C._ipc_get_event_handle(self._handle)
 
     @property
     def handle(self) -> int:

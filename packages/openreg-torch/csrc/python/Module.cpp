@@ -7,6 +7,7 @@
 #include "aten/native/Fallback.h"
 #include "python/DeviceWorkLog.h"
 #include "python/Distributed.h"
+#include "python/Ipc.h"
 #include "python/Stream.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
@@ -109,5 +110,6 @@ PYBIND11_MODULE(_C, m) {
   openreg_torch::init_stream_bindings(m);
   openreg_torch::init_device_work_log_bindings(m);
   openreg_torch::init_distributed_bindings(m);
+  openreg_torch::init_ipc_bindings(m);
 }
 // DOC END: module-methods

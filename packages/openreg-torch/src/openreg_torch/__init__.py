@@ -31,4 +31,11 @@ register_backend(openreg)
 distributed.register()
 
 
+# torch.multiprocessing sends openreg tensors by sharing their device memory. The
+# reducers it registers cover CPU and CUDA only; ours handle openreg objects and pass
+# every other one to torch's unchanged (see multiprocessing.py).
+from . import multiprocessing as _multiprocessing  # noqa: E402
+
+_multiprocessing._install()
+
 from ._paths import get_include, get_library_dir  # noqa: E402

@@ -89,15 +89,31 @@ class Event(torch.Event):
     Args:
         enable_timing: whether `elapsed_time` can measure the event (default False).
         blocking: accepted for torch.cuda compatibility; waiting always blocks.
-        interprocess: not supported (openreg has no inter-process sharing).
+        interprocess: whether other processes can open the event (`ipc_handle()`,
+            `Event.from_ipc_handle`); requires enable_timing=False, as on CUDA.
     """
 
     def __new__(cls, enable_timing: bool = False, blocking: bool = False,
                 interprocess: bool = False) -> Event:
         if interprocess:
-            raise NotImplementedError("openreg events cannot be shared between processes")
+            if enable_timing:
+                raise ValueError("an interprocess event cannot time: pass enable_timing=False "
+                                 "with interprocess=True (as on CUDA)")
+            from ._ipc_event import InterprocessEvent
+            return InterprocessEvent._create(_device_index(None), blocking)
         return super().__new__(cls, device="openreg", enable_timing=enable_timing,
                                blocking=blocking, interprocess=False)
+
+    @classmethod
+    def from_ipc_handle(cls, device: _DeviceLike, handle: bytes) -> Event:
+        """Open in this process the interprocess event another process's `ipc_handle()`
+        returned; `device` is the event's device."""
+        from ._ipc_event import InterprocessEvent
+        return InterprocessEvent._open(_device_index(device), handle)
+
+    def ipc_handle(self) -> bytes:
+        raise RuntimeError("this openreg event was not created with interprocess=True; "
+                           "only such events can be shared with other processes")
 
     def record(self, stream: torch.Stream | None = None) -> None:
         """Record the event on `stream` (the current stream when None)."""

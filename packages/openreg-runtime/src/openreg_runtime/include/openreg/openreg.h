@@ -83,7 +83,20 @@ typedef enum orError {
    * use it (its device memory is not inherited). */
   orErrorForkedProcess = 700,
   /* The request is valid but not implemented by this runtime. */
-  orErrorNotSupported = 801
+  orErrorNotSupported = 801,
+  /* IPC: this IPC handle is already open in this process (a handle opens
+   * once per process; close it first, or share the pointer it returned). */
+  orErrorAlreadyMapped = 208,
+  /* IPC: the pointer is not one orIpcOpenMemHandle returned, or was closed. */
+  orErrorNotMapped = 211,
+  /* IPC: the bytes are not an IPC handle of the kind the call takes. */
+  orErrorIpcInvalidHandle = 710,
+  /* IPC: the process that created the handle has exited, or the process
+   * with its id is an unrelated one (ids are reused); it cannot be reached. */
+  orErrorIpcExporterGone = 711,
+  /* IPC: the exporter freed the memory (or destroyed the event) the handle
+   * names after creating the handle. */
+  orErrorIpcHandleStale = 712
 } orError_t;
 
 /* A static string describing `error`, e.g. "invalid device ordinal". */
@@ -248,7 +261,10 @@ OR_API orError_t orLaunchKernel(orStream_t stream, orHostFn_t fn,
 enum {
   orEventDefault = 0x0,
   orEventBlockingSync = 0x1, /* accepted; waits always block */
-  orEventDisableTiming = 0x2
+  orEventDisableTiming = 0x2,
+  /* Shareable with other processes through orIpcGetEventHandle; requires
+   * orEventDisableTiming, as in CUDA. */
+  orEventInterprocess = 0x4
 };
 
 OR_API orError_t orEventCreate(orEvent_t* event);
@@ -265,6 +281,99 @@ OR_API orError_t orEventSynchronize(orEvent_t event);
  * orErrorNotReady if either has not completed; orErrorInvalidResourceHandle
  * if either was never recorded or was created with orEventDisableTiming. */
 OR_API orError_t orEventElapsedTime(float* ms, orEvent_t start, orEvent_t end);
+
+/* ------------------------------------------------ interprocess sharing (IPC) */
+
+/* Device memory and events can be shared with other processes of the same
+ * user on this machine, as with cudaIpc*. A handle is 64 opaque bytes that can
+ * be sent by any means (a pipe, a pickle); it names the exporting process, the
+ * device and the allocation (or event).
+ *
+ * How it works: a device's memory is one memory file. The first handle a
+ * process creates starts a small server thread listening on an abstract Unix
+ * socket named after the process id and a random instance number (in the
+ * handle). An importer connects to it, and the exporter answers with the
+ * memory file (SCM_RIGHTS) after checking the allocation is still live; the
+ * importer maps the exporter's whole device memory twice, like its own (a
+ * PROT_NONE device view, a read-write kernel view), once per exporter and
+ * device, registered so orGetKernelPointer, orPointerGetAttributes and copies
+ * accept the imported addresses. The connection stays open while anything is
+ * imported: the exporter counts each importer's opens and forgets them when
+ * the importer closes them or exits. Processes must share the network
+ * namespace (abstract sockets live there) and the user id.
+ *
+ * Every call that waits on another process gives up after 10 seconds with
+ * orErrorIpcExporterGone, so a stopped or wedged exporter cannot hang it. */
+
+#define OR_IPC_HANDLE_SIZE 64
+typedef struct orIpcMemHandle_st {
+  char reserved[OR_IPC_HANDLE_SIZE];
+} orIpcMemHandle_t;
+typedef struct orIpcEventHandle_st {
+  char reserved[OR_IPC_HANDLE_SIZE];
+} orIpcEventHandle_t;
+
+enum {
+  /* Accepted by orIpcOpenMemHandle for CUDA compatibility; no effect. */
+  orIpcMemLazyEnablePeerAccess = 0x1
+};
+
+/* A handle for the allocation `devPtr` starts (the pointer orMalloc returned,
+ * or one orIpcOpenMemHandle returned, which re-exports the original
+ * exporter's allocation). Each call yields a distinct handle. A handle nobody
+ * opened yet counts as "unopened" for orIpcGetMemRefCount until some process
+ * opens it or the exporter discards it (orIpcDiscardMemHandle).
+ * orErrorInvalidDevicePointer when `devPtr` is not such a pointer;
+ * orErrorInitializationError if the socket cannot be created. */
+OR_API orError_t orIpcGetMemHandle(orIpcMemHandle_t* handle, void* devPtr);
+/* Map the memory named by `handle` into this process and return its
+ * device-view address, on the device index the exporter used (which must
+ * exist here). The memory stays valid until orIpcCloseMemHandle, even if the
+ * exporter frees it or exits meanwhile: its pages are then freed on close.
+ * Distinct handles of one allocation may each be opened; they return the same
+ * address and each needs its own close. `flags`: 0 or
+ * orIpcMemLazyEnablePeerAccess.
+ * Errors: orErrorIpcInvalidHandle (not a memory handle),
+ * orErrorInvalidValue (the handle was made by this very process: use the
+ * original pointer), orErrorAlreadyMapped (this handle is already open here),
+ * orErrorIpcExporterGone (the exporter exited, or its process id now belongs
+ * to an unrelated process), orErrorIpcHandleStale (the exporter freed the
+ * allocation), orErrorInvalidDevice (no such device here),
+ * orErrorForkedProcess. */
+OR_API orError_t orIpcOpenMemHandle(void** devPtr, orIpcMemHandle_t handle,
+                                    unsigned int flags);
+/* Undo one orIpcOpenMemHandle of `devPtr`. Waits for nothing: synchronise
+ * work that uses the memory first. orErrorNotMapped when `devPtr` is not an
+ * open IPC pointer (never opened, or already closed). */
+OR_API orError_t orIpcCloseMemHandle(void* devPtr);
+/* A handle for an event created with orEventInterprocess |
+ * orEventDisableTiming (orErrorInvalidResourceHandle otherwise). */
+OR_API orError_t orIpcGetEventHandle(orIpcEventHandle_t* handle, orEvent_t event);
+/* An event of this process that shares the exporter's event: recording it
+ * here or there, and waiting on it (orEventQuery, orEventSynchronize,
+ * orStreamWaitEvent) anywhere, acts on the same shared state; a wait ends
+ * when the latest record issued before it has completed (or a later one).
+ * Destroy it with orEventDestroy. A wait whose recording process exits before
+ * the recorded work completed ends within 0.1 s: orEventSynchronize returns
+ * orErrorIpcExporterGone, a stream wait lets the stream go on. Errors as for
+ * orIpcOpenMemHandle, with orErrorIpcHandleStale when the exporter destroyed
+ * the event. An event handle may be opened any number of times. */
+OR_API orError_t orIpcOpenEventHandle(orEvent_t* event, orIpcEventHandle_t handle);
+
+/* No CUDA twin. For allocations this process exported (by orMalloc), the
+ * number of opens other processes hold now and of handles created but not
+ * opened or discarded yet; caching allocators must not reuse memory while
+ * either is non-zero. Both are 0 for memory never exported.
+ * orErrorInvalidDevicePointer when `devPtr` is not the start of a live
+ * allocation of this process. */
+OR_API orError_t orIpcGetMemRefCount(const void* devPtr, int* openCount,
+                                     int* unopenedCount);
+/* No CUDA twin. Forget a handle this process created that will never be
+ * opened (it came back to its own exporter, or was never sent), so it no
+ * longer counts as unopened. Discarding a handle already opened, or of
+ * memory since freed, is a no-op. orErrorInvalidValue for a handle of another
+ * process; orErrorIpcInvalidHandle for bytes that are not a memory handle. */
+OR_API orError_t orIpcDiscardMemHandle(const orIpcMemHandle_t* handle);
 
 /* ---------------------------------------------------------- diagnostics */
 
