@@ -167,9 +167,8 @@ def test_module_conversion_after_torch_compile(run_both):
     assert "torch.float64" in runs.assert_same()
 
 
-# raises=Harm: only a difference made by openreg is expected; a program that fails
-# without openreg too is a real failure.
-@pytest.mark.xfail(strict=True, raises=Harm, reason="needs openreg's c10d backend (issue 13)")
+# openreg registers its c10d backend (orccl) for the openreg device type, so the
+# default backend choice knows what to do once an accelerator is present.
 def test_init_process_group_without_backend(run_both):
     runs = run_both(
         """
