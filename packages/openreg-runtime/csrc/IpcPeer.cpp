@@ -51,7 +51,7 @@ struct Peer {
   bool broken = false;  // a reply timed out: the stream is out of step
   // Guarded by g_mutex.
   int refs = 0;  // opens and events held, plus calls in progress
-  PeerDevice devices[kMaxDevices];
+  PeerDevice devices[OR_MAX_DEVICES];
   std::map<std::pair<int, uint64_t>, OpenAllocation> allocations;  // (device, offset)
 };
 
