@@ -226,6 +226,23 @@ def test_ddp_matches_cpu(workers, variant):
     workers.run("ddp", variant=variant)
 
 
+# ------------------------------------------------------------ DTensor, TP, FSDP2, DCP
+
+
+def test_dtensor_and_tensor_parallel(workers):
+    workers.run("dtensor_tp")
+
+
+@pytest.mark.parametrize("mixed_precision", [False, True])
+@pytest.mark.parametrize("reshard", [True, False])
+def test_fsdp2_matches_cpu(workers, mixed_precision, reshard):
+    workers.run("fsdp2", mixed_precision=mixed_precision, reshard=reshard)
+
+
+def test_distributed_checkpoint(workers, tmp_path):
+    workers.run("checkpoint", path=str(tmp_path / "checkpoint"))
+
+
 # -------------------------------------------------------------------------- bad input
 
 
