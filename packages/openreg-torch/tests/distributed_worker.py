@@ -835,6 +835,22 @@ def check_mismatch_unchecked(rank, world):
         dist.destroy_process_group()
 
 
+def check_peer_exits(rank, world):
+    """A rank that dies mid-training: the others get an error within the group's timeout."""
+    init(timeout=datetime.timedelta(seconds=5))
+    t = torch.ones(1 << 16, device=device())
+    for _ in range(3):
+        dist.all_reduce(t)
+    if rank == 1:
+        os._exit(3)
+    start = time.monotonic()
+    try:
+        expect_error(lambda: [dist.all_reduce(t) for _ in range(10)])
+        assert time.monotonic() - start < 30, time.monotonic() - start
+    finally:
+        dist.destroy_process_group()
+
+
 def check_after_destroy(rank, world):
     init()
     pair = dist.new_group([0, 1])

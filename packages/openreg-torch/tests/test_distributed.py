@@ -268,5 +268,15 @@ def test_mismatch_between_ranks_ends_in_bounded_time():
     assert "collective mismatch" in output, output
 
 
+def test_rank_exiting_mid_training_is_an_error_for_the_others():
+    pair = WorkerPair()
+    try:
+        outcomes = pair.outcomes("peer_exits", timeout=60)
+    finally:
+        output = pair.output()
+        pair.stop()
+    assert outcomes == ["ok", "exited"], (outcomes, output)
+
+
 def test_collectives_after_destroy(workers):
     workers.run("after_destroy")
