@@ -80,7 +80,9 @@ def check_init_default(rank, world):
         assert {d.type for d in pg._device_types} == {"cpu", "openreg"}, pg._device_types
         assert type(pg._get_backend(torch.device("cpu"))).__name__ == "ProcessGroupGloo"
         assert pg._get_backend(torch.device("openreg")).name() == "orccl"
-        assert pg.name() == "gloo"
+        # The default backend: gloo with PyTorch 2.13, the accelerator's (type CUSTOM,
+        # named "custom") from 2.14 on.
+        assert pg.name() in ("gloo", "custom"), pg.name()
         cpu = data(rank)
         dev = data(rank).to(device())
         dist.all_reduce(cpu)
@@ -126,7 +128,7 @@ def check_init_named(rank, world):
 def check_init_pair(rank, world):
     init("cpu:gloo,openreg:orccl")
     try:
-        assert dist.group.WORLD.name() == "gloo"
+        assert dist.group.WORLD.name() == "custom"  # orccl's type, not "undefined"
         cpu, dev = data(rank), data(rank).to(device())
         dist.all_reduce(cpu, op=dist.ReduceOp.MAX)
         dist.all_reduce(dev, op=dist.ReduceOp.MAX)
@@ -667,6 +669,105 @@ def check_ddp(rank, world, variant):
         dist.destroy_process_group()
 
 
+# ------------------------------------------------------- DTensor, TP, FSDP2, DCP
+
+
+def mlp(dev):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)
+    ).to(dev)
+
+
+def check_dtensor_tp(rank, world):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel, RowwiseParallel, parallelize_module,
+    )
+
+    init(device_id=device())
+    try:
+        mesh = init_device_mesh("openreg", (world,))
+        a, b = data(0, (8, 6)), data(1, (6, 4))
+        da = distribute_tensor(a.to(device()), mesh, [Shard(0)])
+        db = distribute_tensor(b.to(device()), mesh, [Replicate()])
+        assert da.to_local().shape == (8 // world, 6)
+        product = (da @ db).redistribute(mesh, [Replicate()]).to_local()
+        assert product.device == device()
+        assert_close(product.cpu(), a @ b)
+        assert_close(da.full_tensor().cpu(), a)
+        # Tensor parallel: column- then row-wise linear layers, forward and backward.
+        model, reference = mlp(device()), mlp("cpu")
+        parallelize_module(model, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+        x = data(7, (5, 8))
+        model(x.to(device())).pow(2).sum().backward()
+        reference(x).pow(2).sum().backward()
+        for (name, p), ref in zip(model.named_parameters(), reference.parameters()):
+            assert_close(p.grad.full_tensor().cpu(), ref.grad, msg=name)
+    finally:
+        dist.destroy_process_group()
+
+
+def train_fsdp(mesh_device, mixed_precision, reshard, steps=3):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    mesh = init_device_mesh(mesh_device, (WORLD,))
+    model = mlp(mesh_device)
+    options = {"mesh": mesh, "reshard_after_forward": reshard}
+    if mixed_precision:
+        options["mp_policy"] = MixedPrecisionPolicy(
+            param_dtype=torch.bfloat16, reduce_dtype=torch.float32
+        )
+    for layer in model:
+        if isinstance(layer, torch.nn.Linear):
+            fully_shard(layer, **options)
+    fully_shard(model, **options)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(steps):
+        x = data(10 * step + RANK, (4, 8)).to(mesh_device)
+        model(x).float().pow(2).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return model
+
+
+def check_fsdp2(rank, world, mixed_precision, reshard):
+    """fully_shard on openreg trains exactly like fully_shard on CPU (gloo)."""
+    init()
+    try:
+        cpu = train_fsdp("cpu", mixed_precision, reshard)
+        dev = train_fsdp("openreg", mixed_precision, reshard)
+        for (name, p), q in zip(dev.named_parameters(), cpu.parameters()):
+            assert p.to_local().device == device()
+            assert_close(p.full_tensor().cpu(), q.full_tensor(), msg=name)
+    finally:
+        dist.destroy_process_group()
+
+
+def check_checkpoint(rank, world, path):
+    """torch.distributed.checkpoint: a sharded openreg model saved, then loaded into fresh
+    sharded models on openreg and on the CPU."""
+    import torch.distributed.checkpoint as dcp
+
+    init()
+    try:
+        trained = train_fsdp("openreg", False, True)
+        expected = {k: v.full_tensor().cpu() for k, v in trained.state_dict().items()}
+        dcp.save({"model": trained.state_dict()}, checkpoint_id=path)
+        for mesh_device in ("openreg", "cpu"):
+            fresh = train_fsdp(mesh_device, False, True, steps=0)
+            state = {"model": fresh.state_dict()}
+            dcp.load(state, checkpoint_id=path)
+            fresh.load_state_dict(state["model"])
+            for name, value in fresh.state_dict().items():
+                assert value.to_local().device.type == mesh_device
+                assert_close(value.full_tensor().cpu(), expected[name], msg=name)
+    finally:
+        dist.destroy_process_group()
+
+
 # -------------------------------------------------------------------- bad input
 
 
@@ -730,6 +831,22 @@ def check_mismatch_unchecked(rank, world):
     try:
         t = MISMATCHES["shape"](rank)
         expect_error(lambda: dist.all_reduce(t))
+    finally:
+        dist.destroy_process_group()
+
+
+def check_peer_exits(rank, world):
+    """A rank that dies mid-training: the others get an error within the group's timeout."""
+    init(timeout=datetime.timedelta(seconds=5))
+    t = torch.ones(1 << 16, device=device())
+    for _ in range(3):
+        dist.all_reduce(t)
+    if rank == 1:
+        os._exit(3)
+    start = time.monotonic()
+    try:
+        expect_error(lambda: [dist.all_reduce(t) for _ in range(10)])
+        assert time.monotonic() - start < 30, time.monotonic() - start
     finally:
         dist.destroy_process_group()
 

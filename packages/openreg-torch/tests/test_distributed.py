@@ -226,6 +226,23 @@ def test_ddp_matches_cpu(workers, variant):
     workers.run("ddp", variant=variant)
 
 
+# ------------------------------------------------------------ DTensor, TP, FSDP2, DCP
+
+
+def test_dtensor_and_tensor_parallel(workers):
+    workers.run("dtensor_tp")
+
+
+@pytest.mark.parametrize("mixed_precision", [False, True])
+@pytest.mark.parametrize("reshard", [True, False])
+def test_fsdp2_matches_cpu(workers, mixed_precision, reshard):
+    workers.run("fsdp2", mixed_precision=mixed_precision, reshard=reshard)
+
+
+def test_distributed_checkpoint(workers, tmp_path):
+    workers.run("checkpoint", path=str(tmp_path / "checkpoint"))
+
+
 # -------------------------------------------------------------------------- bad input
 
 
@@ -249,6 +266,16 @@ def test_mismatch_between_ranks_ends_in_bounded_time():
         pair.stop()
     assert outcomes[0] == "exited" and outcomes[1] == "ok", (outcomes, output)
     assert "collective mismatch" in output, output
+
+
+def test_rank_exiting_mid_training_is_an_error_for_the_others():
+    pair = WorkerPair()
+    try:
+        outcomes = pair.outcomes("peer_exits", timeout=60)
+    finally:
+        output = pair.output()
+        pair.stop()
+    assert outcomes == ["ok", "exited"], (outcomes, output)
 
 
 def test_collectives_after_destroy(workers):

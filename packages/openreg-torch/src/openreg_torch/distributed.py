@@ -67,9 +67,10 @@ def _complete_group(pg, backend) -> None:
     - A group without openreg's backend (e.g. ``"gloo"``) gets a stand-in whose every
       collective raises an error naming the fix, instead of c10d's "No backend type
       associated with device type openreg".
-    - With several backends and any third-party backend registered, c10d leaves the
-      group's default backend unset (it compares an upper-case plugin name with
-      lower-case backend names); set it as it would be without openreg.
+    - With several backends and any third-party backend registered, PyTorch 2.13 leaves
+      the group's default backend unset (it compares an upper-case plugin name with
+      lower-case backend names): set it as intended there, and as later releases do
+      (the accelerator's backend if the group has it, else gloo).
     """
     from torch.distributed import ProcessGroup, ProcessGroupGloo
 
@@ -89,10 +90,11 @@ def _complete_group(pg, backend) -> None:
         pg._register_backend(openreg, ProcessGroup.BackendType.CUSTOM, stand_in)
     if pg.name() == "undefined":
         devices = {device.type for device in pg._device_types}
-        if "cpu" in devices and isinstance(pg._get_backend(cpu), ProcessGroupGloo):
-            pg._set_default_backend(ProcessGroup.BackendType.GLOO)
-        elif isinstance(pg._get_backend(openreg), ProcessGroupOpenReg):
+        ours = pg._get_backend(openreg)
+        if isinstance(ours, ProcessGroupOpenReg) and ours.transport is not None:
             pg._set_default_backend(ProcessGroup.BackendType.CUSTOM)
+        elif "cpu" in devices and isinstance(pg._get_backend(cpu), ProcessGroupGloo):
+            pg._set_default_backend(ProcessGroup.BackendType.GLOO)
 # DOC END: complete-group
 
 
