@@ -497,6 +497,37 @@ if __name__ == "__main__":
     assert out.strip() == "raised: True"
 
 
+def test_dataloader_pin_memory(scenario):
+    # CPU batches are pinned for openreg (the current accelerator); openreg batches cannot
+    # be pinned, which is a clear error in the loop, as for CUDA tensors.
+    out = scenario("""
+class Rows(torch.utils.data.Dataset):
+    def __init__(self, device):
+        self.device = device
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.full((3,), float(i), device=self.device)
+
+if __name__ == "__main__":
+    loader = torch.utils.data.DataLoader(Rows("cpu"), batch_size=2, num_workers=1, pin_memory=True,
+                                         multiprocessing_context="spawn", timeout=WAIT)
+    batches = list(loader)
+    check(all(b.is_pinned() for b in batches), "pinned")
+    moved = [b.to("openreg", non_blocking=True) for b in batches]
+    print([b[:, 0].cpu().tolist() for b in moved])
+    loader = torch.utils.data.DataLoader(Rows("openreg"), batch_size=2, num_workers=1, pin_memory=True,
+                                         multiprocessing_context="spawn", timeout=WAIT)
+    try:
+        list(loader)
+    except RuntimeError as e:
+        print("raised:", "cannot pin" in str(e))
+""")
+    assert out.split("\n")[:2] == ["[[0.0, 1.0], [2.0, 3.0]]", "raised: True"]
+
+
 # ------------------------------------------------------------------ example and speed
 
 
