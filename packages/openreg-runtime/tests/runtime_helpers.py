@@ -126,18 +126,18 @@ class Peer:
     most `timeout` seconds; leaving the `with` block kills it if still alive."""
 
     def __init__(self, code: str, env: "dict | None" = None, timeout: float = 60):
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENREG_")}
-        full_env.update(env or {})
         self.timeout = timeout
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", code],
-            env=full_env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=_no_core_dump,
-        )
+        # The module's environment policy; the peer keeps its own group (killed on exit).
+        with _children_without_core_dumps():
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", code],
+                env=child_env(env),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
         self._lines: "queue.Queue[str | None]" = queue.Queue()
         self._stderr: "list[str]" = []
         threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines.put), daemon=True).start()
@@ -179,3 +179,4 @@ class Peer:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=self.timeout)
+        _kill_group(self.proc)
