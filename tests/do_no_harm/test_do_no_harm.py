@@ -213,6 +213,14 @@ def test_dataloader_with_workers(run_both):
     assert runs.assert_same().count("\n") == 5
 
 
+# Known harm under torch 2.14.1 (a CUDA build of torch here, run without CUDA): with openreg
+# loaded, compiling a CPU function imports torch.utils.cpp_extension, which warns "No CUDA
+# runtime is found"; torch 2.13's CPU wheel has no such warning. Why Inductor takes that
+# import only with a PrivateUse1 backend registered is not found yet.
+@pytest.mark.xfail(
+    tuple(int(part) for part in __import__("torch").__version__.split(".")[:2]) >= (2, 14),
+    strict=True, raises=Harm,
+    reason="torch 2.14: compiling with openreg loaded warns 'No CUDA runtime is found'")
 def test_torch_compile_of_a_cpu_function(run_both):
     runs = run_both(
         """

@@ -42,9 +42,16 @@ def _create_backend(options, backend_options=None):
         )
     gloo.options.group_name = options.group_id
     gloo.options.global_ranks_in_group = options.global_ranks_in_group
-    gloo._set_sequence_number_for_group()
+    if _SETS_SEQUENCE_NUMBERS:
+        gloo._set_sequence_number_for_group()
     return ProcessGroupOpenReg(options.group_rank, options.group_size, gloo)
 # DOC END: create-backend
+
+
+# torch 2.13 starts a gloo group's sequence numbers with this call (as its own
+# _new_process_group_helper does); from 2.14 numbers always start at 0 and the call is a
+# deprecated no-op that warns.
+_SETS_SEQUENCE_NUMBERS = tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 14)
 
 
 def _unavailable_reason(backend) -> str:
