@@ -31,6 +31,62 @@ std::vector<at::Tensor> flatten(const std::vector<std::vector<at::Tensor>>& list
   return flat;
 }
 
+// Every device tensor of a collective's arguments (lists or lists of lists).
+template <typename... Lists>
+TensorRefs refs_of(const Lists&... lists) {
+  TensorRefs refs;
+  (add(refs, lists), ...);
+  return refs;
+}
+
+// The CPU tensors gloo reads (`inputs_of`) or writes (`outputs_of`, `inouts_of`) for a
+// list of device tensors, staged on `launch` in list order.
+std::vector<at::Tensor> inputs_of(CollectiveLaunch& launch, const std::vector<at::Tensor>& tensors,
+                                  const at::Tensor& scale = {}) {
+  std::vector<at::Tensor> cpu;
+  for (const auto& tensor : tensors) {
+    cpu.push_back(launch.input(tensor, scale));
+  }
+  return cpu;
+}
+
+std::vector<at::Tensor> outputs_of(CollectiveLaunch& launch,
+                                   const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> cpu;
+  for (const auto& tensor : tensors) {
+    cpu.push_back(launch.output(tensor));
+  }
+  return cpu;
+}
+
+std::vector<at::Tensor> inouts_of(CollectiveLaunch& launch, const std::vector<at::Tensor>& tensors,
+                                  const at::Tensor& scale = {}) {
+  std::vector<at::Tensor> cpu;
+  for (const auto& tensor : tensors) {
+    cpu.push_back(launch.inout(tensor, scale));
+  }
+  return cpu;
+}
+
+std::vector<std::vector<at::Tensor>> inputs_of(CollectiveLaunch& launch,
+                                               const std::vector<std::vector<at::Tensor>>& lists,
+                                               const at::Tensor& scale = {}) {
+  std::vector<std::vector<at::Tensor>> cpu;
+  for (const auto& tensors : lists) {
+    cpu.push_back(inputs_of(launch, tensors, scale));
+  }
+  return cpu;
+}
+
+std::vector<std::vector<at::Tensor>> outputs_of(
+    CollectiveLaunch& launch, const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<std::vector<at::Tensor>> cpu;
+  for (const auto& tensors : lists) {
+    cpu.push_back(outputs_of(launch, tensors));
+  }
+  return cpu;
+}
+
 // Gloo has no PREMUL_SUM: it becomes a SUM of inputs multiplied by the factor first.
 // Returns the options to hand gloo and the factor (undefined for every other op).
 template <typename Options>
@@ -357,19 +413,17 @@ void ProcessGroupOpenReg::shutdown() {
 }
 
 // ------------------------------------------------------------------------ collectives
+// Each collective stages its device tensors as the CPU tensors gloo sees (prepare), then
+// hands those to gloo when the stream reaches it (call).
 
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::broadcast(std::vector<at::Tensor>& tensors,
                                                        const BroadcastOptions& opts) {
-  TensorRefs refs;
-  add(refs, tensors);
   std::vector<at::Tensor> cpu;
   const bool root = rank_ == opts.rootRank;
   return collective(
-      "broadcast", OpType::BROADCAST, refs, tensors,
+      "broadcast", OpType::BROADCAST, refs_of(tensors), tensors,
       [&](CollectiveLaunch& launch) {
-        for (const auto& tensor : tensors) {
-          cpu.push_back(root ? launch.input(tensor) : launch.output(tensor));
-        }
+        cpu = root ? inputs_of(launch, tensors) : outputs_of(launch, tensors);
       },
       [&](Backend& gloo) { return gloo.broadcast(cpu, opts); });
 }
@@ -377,50 +431,34 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::broadcast(std::vector<at::Tensor>&
 // DOC START: allreduce
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::allreduce(std::vector<at::Tensor>& tensors,
                                                        const AllreduceOptions& opts) {
-  TensorRefs refs;
-  add(refs, tensors);
   auto [options, factor] = without_premul(opts);
   std::vector<at::Tensor> cpu;
   return collective(
-      "allreduce", OpType::ALLREDUCE, refs, tensors,
-      [&](CollectiveLaunch& launch) {
-        for (const auto& tensor : tensors) {
-          cpu.push_back(launch.inout(tensor, factor));
-        }
-      },
+      "allreduce", OpType::ALLREDUCE, refs_of(tensors), tensors,
+      [&](CollectiveLaunch& launch) { cpu = inouts_of(launch, tensors, factor); },
       [&](Backend& gloo) { return gloo.allreduce(cpu, options); });
 }
 // DOC END: allreduce
 
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const AllreduceCoalescedOptions& opts) {
-  TensorRefs refs;
-  add(refs, tensors);
   auto [options, factor] = without_premul(opts);
   std::vector<at::Tensor> cpu;
   return collective(
-      "allreduce_coalesced", OpType::ALLREDUCE_COALESCED, refs, tensors,
-      [&](CollectiveLaunch& launch) {
-        for (const auto& tensor : tensors) {
-          cpu.push_back(launch.inout(tensor, factor));
-        }
-      },
+      "allreduce_coalesced", OpType::ALLREDUCE_COALESCED, refs_of(tensors), tensors,
+      [&](CollectiveLaunch& launch) { cpu = inouts_of(launch, tensors, factor); },
       [&](Backend& gloo) { return gloo.allreduce_coalesced(cpu, options); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::reduce(std::vector<at::Tensor>& tensors,
                                                     const ReduceOptions& opts) {
-  TensorRefs refs;
-  add(refs, tensors);
   auto [options, factor] = without_premul(opts);
   std::vector<at::Tensor> cpu;
   const bool root = rank_ == opts.rootRank;
   return collective(
-      "reduce", OpType::REDUCE, refs, tensors,
+      "reduce", OpType::REDUCE, refs_of(tensors), tensors,
       [&](CollectiveLaunch& launch) {
-        for (const auto& tensor : tensors) {
-          cpu.push_back(root ? launch.inout(tensor, factor) : launch.input(tensor, factor));
-        }
+        cpu = root ? inouts_of(launch, tensors, factor) : inputs_of(launch, tensors, factor);
       },
       [&](Backend& gloo) { return gloo.reduce(cpu, options); });
 }
@@ -428,23 +466,13 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::reduce(std::vector<at::Tensor>& te
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const AllgatherOptions& opts) {
-  TensorRefs refs;
-  add(refs, inputs);
-  add(refs, outputs);
   std::vector<std::vector<at::Tensor>> cpu_outputs;
   std::vector<at::Tensor> cpu_inputs;
   return collective(
-      "allgather", OpType::ALLGATHER, refs, flatten(outputs),
+      "allgather", OpType::ALLGATHER, refs_of(inputs, outputs), flatten(outputs),
       [&](CollectiveLaunch& launch) {
-        for (const auto& input : inputs) {
-          cpu_inputs.push_back(launch.input(input));
-        }
-        for (const auto& list : outputs) {
-          auto& cpu_list = cpu_outputs.emplace_back();
-          for (const auto& output : list) {
-            cpu_list.push_back(launch.output(output));
-          }
-        }
+        cpu_inputs = inputs_of(launch, inputs);
+        cpu_outputs = outputs_of(launch, outputs);
       },
       [&](Backend& gloo) { return gloo.allgather(cpu_outputs, cpu_inputs, opts); });
 }
@@ -466,23 +494,14 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::_allgather_base(at::Tensor& output
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const AllgatherOptions& opts) {
-  TensorRefs refs;
-  add(refs, inputs);
-  add(refs, outputs);
   std::vector<std::vector<at::Tensor>> cpu_outputs;
   std::vector<at::Tensor> cpu_inputs;
   return collective(
-      "allgather_coalesced", OpType::ALLGATHER_COALESCED, refs, flatten(outputs),
+      "allgather_coalesced", OpType::ALLGATHER_COALESCED, refs_of(inputs, outputs),
+      flatten(outputs),
       [&](CollectiveLaunch& launch) {
-        for (const auto& input : inputs) {
-          cpu_inputs.push_back(launch.input(input));
-        }
-        for (const auto& list : outputs) {
-          auto& cpu_list = cpu_outputs.emplace_back();
-          for (const auto& output : list) {
-            cpu_list.push_back(launch.output(output));
-          }
-        }
+        cpu_inputs = inputs_of(launch, inputs);
+        cpu_outputs = outputs_of(launch, outputs);
       },
       [&](Backend& gloo) { return gloo.allgather_coalesced(cpu_outputs, cpu_inputs, opts); });
 }
@@ -490,20 +509,13 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::allgather_coalesced(
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const AllgatherOptions& opts) {
-  TensorRefs refs;
-  add(refs, inputs);
-  add(refs, outputs);
   std::vector<at::Tensor> cpu_outputs;
   std::vector<at::Tensor> cpu_inputs;
   return collective(
-      "allgather_into_tensor_coalesced", OpType::COALESCED, refs, outputs,
+      "allgather_into_tensor_coalesced", OpType::COALESCED, refs_of(inputs, outputs), outputs,
       [&](CollectiveLaunch& launch) {
-        for (const auto& input : inputs) {
-          cpu_inputs.push_back(launch.input(input));
-        }
-        for (const auto& output : outputs) {
-          cpu_outputs.push_back(launch.output(output));
-        }
+        cpu_inputs = inputs_of(launch, inputs);
+        cpu_outputs = outputs_of(launch, outputs);
       },
       [&](Backend& gloo) {
         return gloo.allgather_into_tensor_coalesced(cpu_outputs, cpu_inputs, opts);
@@ -513,23 +525,13 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::allgather_into_tensor_coalesced(
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                     std::vector<at::Tensor>& inputs,
                                                     const GatherOptions& opts) {
-  TensorRefs refs;
-  add(refs, inputs);
-  add(refs, outputs);
   std::vector<std::vector<at::Tensor>> cpu_outputs;
   std::vector<at::Tensor> cpu_inputs;
   return collective(
-      "gather", OpType::GATHER, refs, flatten(outputs),
+      "gather", OpType::GATHER, refs_of(inputs, outputs), flatten(outputs),
       [&](CollectiveLaunch& launch) {
-        for (const auto& input : inputs) {
-          cpu_inputs.push_back(launch.input(input));
-        }
-        for (const auto& list : outputs) {
-          auto& cpu_list = cpu_outputs.emplace_back();
-          for (const auto& output : list) {
-            cpu_list.push_back(launch.output(output));
-          }
-        }
+        cpu_inputs = inputs_of(launch, inputs);
+        cpu_outputs = outputs_of(launch, outputs);
       },
       [&](Backend& gloo) { return gloo.gather(cpu_outputs, cpu_inputs, opts); });
 }
@@ -537,23 +539,13 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::gather(std::vector<std::vector<at:
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::scatter(std::vector<at::Tensor>& outputs,
                                                      std::vector<std::vector<at::Tensor>>& inputs,
                                                      const ScatterOptions& opts) {
-  TensorRefs refs;
-  add(refs, inputs);
-  add(refs, outputs);
   std::vector<at::Tensor> cpu_outputs;
   std::vector<std::vector<at::Tensor>> cpu_inputs;
   return collective(
-      "scatter", OpType::SCATTER, refs, outputs,
+      "scatter", OpType::SCATTER, refs_of(inputs, outputs), outputs,
       [&](CollectiveLaunch& launch) {
-        for (const auto& list : inputs) {
-          auto& cpu_list = cpu_inputs.emplace_back();
-          for (const auto& input : list) {
-            cpu_list.push_back(launch.input(input));
-          }
-        }
-        for (const auto& output : outputs) {
-          cpu_outputs.push_back(launch.output(output));
-        }
+        cpu_inputs = inputs_of(launch, inputs);
+        cpu_outputs = outputs_of(launch, outputs);
       },
       [&](Backend& gloo) { return gloo.scatter(cpu_outputs, cpu_inputs, opts); });
 }
@@ -561,24 +553,14 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::scatter(std::vector<at::Tensor>& o
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const ReduceScatterOptions& opts) {
-  TensorRefs refs;
-  add(refs, inputs);
-  add(refs, outputs);
   auto [options, factor] = without_premul(opts);
   std::vector<at::Tensor> cpu_outputs;
   std::vector<std::vector<at::Tensor>> cpu_inputs;
   return collective(
-      "reduce_scatter", OpType::REDUCE_SCATTER, refs, outputs,
+      "reduce_scatter", OpType::REDUCE_SCATTER, refs_of(inputs, outputs), outputs,
       [&](CollectiveLaunch& launch) {
-        for (const auto& list : inputs) {
-          auto& cpu_list = cpu_inputs.emplace_back();
-          for (const auto& input : list) {
-            cpu_list.push_back(launch.input(input, factor));
-          }
-        }
-        for (const auto& output : outputs) {
-          cpu_outputs.push_back(launch.output(output));
-        }
+        cpu_inputs = inputs_of(launch, inputs, factor);
+        cpu_outputs = outputs_of(launch, outputs);
       },
       [&](Backend& gloo) { return gloo.reduce_scatter(cpu_outputs, cpu_inputs, options); });
 }
@@ -600,21 +582,15 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::_reduce_scatter_base(
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ReduceScatterOptions& opts) {
-  TensorRefs refs;
-  add(refs, inputs);
-  add(refs, outputs);
   auto [options, factor] = without_premul(opts);
   std::vector<at::Tensor> cpu_outputs;
   std::vector<at::Tensor> cpu_inputs;
   return collective(
-      "reduce_scatter_tensor_coalesced", OpType::REDUCE_SCATTER_TENSOR_COALESCED, refs, outputs,
+      "reduce_scatter_tensor_coalesced", OpType::REDUCE_SCATTER_TENSOR_COALESCED,
+      refs_of(inputs, outputs), outputs,
       [&](CollectiveLaunch& launch) {
-        for (const auto& input : inputs) {
-          cpu_inputs.push_back(launch.input(input, factor));
-        }
-        for (const auto& output : outputs) {
-          cpu_outputs.push_back(launch.output(output));
-        }
+        cpu_inputs = inputs_of(launch, inputs, factor);
+        cpu_outputs = outputs_of(launch, outputs);
       },
       [&](Backend& gloo) {
         return gloo.reduce_scatter_tensor_coalesced(cpu_outputs, cpu_inputs, options);
@@ -642,66 +618,41 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::alltoall_base(at::Tensor& output, 
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::alltoall(std::vector<at::Tensor>& outputs,
                                                       std::vector<at::Tensor>& inputs,
                                                       const AllToAllOptions& opts) {
-  TensorRefs refs;
-  add(refs, inputs);
-  add(refs, outputs);
   std::vector<at::Tensor> cpu_outputs;
   std::vector<at::Tensor> cpu_inputs;
   return collective(
-      "alltoall", OpType::ALLTOALL, refs, outputs,
+      "alltoall", OpType::ALLTOALL, refs_of(inputs, outputs), outputs,
       [&](CollectiveLaunch& launch) {
-        for (const auto& input : inputs) {
-          cpu_inputs.push_back(launch.input(input));
-        }
-        for (const auto& output : outputs) {
-          cpu_outputs.push_back(launch.output(output));
-        }
+        cpu_inputs = inputs_of(launch, inputs);
+        cpu_outputs = outputs_of(launch, outputs);
       },
       [&](Backend& gloo) { return gloo.alltoall(cpu_outputs, cpu_inputs, opts); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::send(std::vector<at::Tensor>& tensors, int dst_rank,
                                                   int tag) {
-  TensorRefs refs;
-  add(refs, tensors);
   std::vector<at::Tensor> cpu;
   return collective(
-      "send", OpType::SEND, refs, {},
-      [&](CollectiveLaunch& launch) {
-        for (const auto& tensor : tensors) {
-          cpu.push_back(launch.input(tensor));
-        }
-      },
+      "send", OpType::SEND, refs_of(tensors), {},
+      [&](CollectiveLaunch& launch) { cpu = inputs_of(launch, tensors); },
       [&](Backend& gloo) { return gloo.send(cpu, dst_rank, tag); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::recv(std::vector<at::Tensor>& tensors, int src_rank,
                                                   int tag) {
-  TensorRefs refs;
-  add(refs, tensors);
   std::vector<at::Tensor> cpu;
   return collective(
-      "recv", OpType::RECV, refs, tensors,
-      [&](CollectiveLaunch& launch) {
-        for (const auto& tensor : tensors) {
-          cpu.push_back(launch.output(tensor));
-        }
-      },
+      "recv", OpType::RECV, refs_of(tensors), tensors,
+      [&](CollectiveLaunch& launch) { cpu = outputs_of(launch, tensors); },
       [&](Backend& gloo) { return gloo.recv(cpu, src_rank, tag); });
 }
 
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::recvAnysource(std::vector<at::Tensor>& tensors,
                                                            int tag) {
-  TensorRefs refs;
-  add(refs, tensors);
   std::vector<at::Tensor> cpu;
   return collective(
-      "recvAnysource", OpType::RECVANYSOURCE, refs, tensors,
-      [&](CollectiveLaunch& launch) {
-        for (const auto& tensor : tensors) {
-          cpu.push_back(launch.output(tensor));
-        }
-      },
+      "recvAnysource", OpType::RECVANYSOURCE, refs_of(tensors), tensors,
+      [&](CollectiveLaunch& launch) { cpu = outputs_of(launch, tensors); },
       [&](Backend& gloo) { return gloo.recvAnysource(cpu, tag); });
 }
 

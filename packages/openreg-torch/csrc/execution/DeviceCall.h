@@ -74,12 +74,11 @@ class OPENREG_TORCH_API DeviceCall {
   void launch(Kernel&& kernel, Allocations allocations) {
     const c10::openreg::OpenRegStream stream =
         c10::openreg::getCurrentOpenRegStream(device_->index());
+    std::optional<RouteAllocationsToDevice> routing;
     if (allocations == Allocations::Routed) {
-      const RouteAllocationsToDevice routing(device_->index());
-      launch_kernel(stream, op_name_, std::forward<Kernel>(kernel));
-    } else {
-      launch_kernel(stream, op_name_, std::forward<Kernel>(kernel));
+      routing.emplace(device_->index());
     }
+    launch_kernel(stream, op_name_, std::forward<Kernel>(kernel));
   }
 
   // 4. Moves memory and shape of resized outputs back onto their device tensors.
