@@ -43,14 +43,18 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     import opinfo_harness as harness
 
-    passed = failed = ops_attempted = ops_passing = 0
-    for counts in results.values():
+    # Keys are op names, or "name:dtype" for the other dtypes: an op passes when all of
+    # its dtypes do.
+    passed = failed = 0
+    op_status: dict[str, bool] = {}
+    for key, counts in results.items():
         op_passed = sum(v for k, v in counts.items() if k.endswith(":pass"))
         op_failed = sum(v for k, v in counts.items() if k.endswith(":fail"))
         passed, failed = passed + op_passed, failed + op_failed
         if op_passed or op_failed:
-            ops_attempted += 1
-            ops_passing += op_failed == 0
+            name = key.split(":", 1)[0]
+            op_status[name] = op_status.get(name, True) and op_failed == 0
+    ops_attempted, ops_passing = len(op_status), sum(op_status.values())
     attempted = passed + failed
     rate = 100.0 * passed / attempted if attempted else 0.0
     selection = os.environ.get("OPENREG_OPINFO") or "subset"

@@ -11,6 +11,7 @@ sample whose CPU run raises is not counted. The checks are
 ``forward``  the function variant: values, dtypes, shapes, strides, output device,
              which outputs alias which inputs, and the inputs after the call
              (ops such as batch_norm update running statistics in place).
+``method``   the method variant (``op.method_variant``, e.g. ``x.add(y)``): the same.
 ``inplace``  the in-place variant (``op.inplace_variant``): returns its input, mutates it.
 ``out``      the ``out=`` variant with zero-size ``out`` tensors (the resize path).
 ``grad``     for ``op.supports_autograd``: a weighted sum of the differentiable outputs
@@ -36,7 +37,9 @@ DEVICE = "openreg"
 DTYPE = torch.float32
 HERE = Path(__file__).resolve().parent
 EXPECTED_FAILURES_FILE = HERE / "expected_failures.toml"
-CHECKS = ("forward", "inplace", "out", "grad")
+CHECKS = ("forward", "method", "inplace", "out", "grad")
+# The dtypes a full sweep also runs forward (function, method, in-place, out=) in.
+EXTRA_DTYPES = (torch.float64, torch.int64, torch.bool)
 
 # Ops drawing random numbers: seeded identically on both sides and compared exactly
 # (openreg's generator wraps a CPU generator, so the same seed gives the same numbers).
@@ -132,12 +135,17 @@ class Expectation:
     atol: float | None = None
     rtol: float | None = None
     modes: tuple[str, ...] = ("zero-copy", "copy")
+    dtypes: tuple[str, ...] | None = None  # None: every dtype the sweep runs
 
-    def applies(self, mode: str) -> bool:
-        return mode in self.modes
+    def applies(self, mode: str, dtype: torch.dtype = DTYPE) -> bool:
+        return mode in self.modes and (self.dtypes is None or dtype_name(dtype) in self.dtypes)
 
 
 KINDS = {"fail", "skip", "tolerance", "metadata"}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _torch_release() -> str:
@@ -153,7 +161,8 @@ def load_expectations(path: Path = EXPECTED_FAILURES_FILE) -> dict[str, list[Exp
     result: dict[str, list[Expectation]] = {}
     for op, entries in data.items():
         for entry in entries if isinstance(entries, list) else [entries]:
-            unknown = set(entry) - {"kind", "reason", "checks", "atol", "rtol", "modes", "torch"}
+            unknown = set(entry) - {"kind", "reason", "checks", "atol", "rtol", "modes", "torch",
+                                    "dtypes"}
             assert not unknown, f"{op}: unknown fields {sorted(unknown)}"
             # `torch = ["2.13"]`: the entry only concerns those torch releases (an op may
             # leave op_db in a later one).
@@ -176,6 +185,7 @@ def load_expectations(path: Path = EXPECTED_FAILURES_FILE) -> dict[str, list[Exp
                     atol=entry.get("atol"),
                     rtol=entry.get("rtol"),
                     modes=tuple(entry.get("modes", ("zero-copy", "copy"))),
+                    dtypes=tuple(entry["dtypes"]) if "dtypes" in entry else None,
                 )
             )
     return result
@@ -191,6 +201,13 @@ def fallback_mode() -> str:
 # Op selection
 
 
+def all_ops() -> list[Any]:
+    """Every OpInfo of the shipped op_db (some support only integer or bool dtypes)."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return list(op_db)
+
+
 def float32_ops() -> list[Any]:
     """The OpInfos of the shipped op_db that support float32 on the CPU."""
     from torch.testing._internal.common_methods_invocations import op_db
@@ -198,13 +215,19 @@ def float32_ops() -> list[Any]:
     return [op for op in op_db if op.supports_dtype(DTYPE, "cpu")]
 
 
+def is_full(selection: str | None) -> bool:
+    return selection in ("full", "all")
+
+
 def select_ops(selection: str | None) -> list[Any]:
-    """``None``/"subset": DEFAULT_SUBSET; "full"/"all": every op; else comma-separated names."""
+    """``None``/"subset": DEFAULT_SUBSET and every op expected_failures.toml names (so that
+    a stale entry is noticed); "full"/"all": every op; else comma-separated names."""
     ops = float32_ops()
     by_name = {op.full_name: op for op in ops}
     if selection in (None, "", "subset", "default"):
-        names = DEFAULT_SUBSET
-    elif selection in ("full", "all"):
+        listed = [name for name in load_expectations() if name not in DEFAULT_SUBSET]
+        names = DEFAULT_SUBSET + tuple(name for name in listed if name in by_name)
+    elif is_full(selection):
         return ops
     else:
         names = tuple(name.strip() for name in selection.split(",") if name.strip())
@@ -514,9 +537,10 @@ def differentiable(outputs: Any) -> list[torch.Tensor]:
 class OpChecker:
     """Runs the checks of one OpInfo over its samples."""
 
-    def __init__(self, op: Any, tolerance: Tolerance | None = None):
+    def __init__(self, op: Any, tolerance: Tolerance | None = None, dtype: torch.dtype = DTYPE):
         self.op = op
         self.name = op.full_name
+        self.dtype = dtype
         base = tolerance or Tolerance()
         if self.name in RANDOM_OPS:
             base = dataclasses.replace(base, exact=True)
@@ -529,15 +553,15 @@ class OpChecker:
 
     def samples(self, requires_grad: bool) -> list[Any]:
         torch.manual_seed(SEED)
-        return list(self.op.sample_inputs("cpu", DTYPE, requires_grad=requires_grad))
+        return list(self.op.sample_inputs("cpu", self.dtype, requires_grad=requires_grad))
 
     def run(self, checks: Iterable[str] = CHECKS) -> list[Outcome]:
         checks = set(checks)
         outcomes: list[Outcome] = []
-        if checks & {"forward", "inplace", "out"}:
+        if checks & {"forward", "method", "inplace", "out"}:
             for index, sample in enumerate(self.samples(False)):
                 outcomes += self.forward_checks(index, sample, checks)
-        if "grad" in checks and self.op.supports_autograd:
+        if "grad" in checks and self.op.supports_autograd and self.dtype.is_floating_point:
             for index, sample in enumerate(self.samples(True)):
                 outcomes.append(self.guarded("grad", index, self.grad_check, sample))
         torch.openreg.synchronize()
@@ -561,6 +585,8 @@ class OpChecker:
             outcomes.append(self.guarded("forward", index, self.forward, sample, state))
             if "forward" not in checks:
                 outcomes.pop()
+        if "method" in checks and self.op.method_variant is not None:
+            outcomes.append(self.guarded("method", index, self.method, sample))
         if "inplace" in checks and self.op.inplace_variant is not None:
             if sample.broadcasts_input:
                 outcomes.append(Outcome("inplace", index, "skip", "sample broadcasts its input"))
@@ -573,13 +599,19 @@ class OpChecker:
     # -- the checks: return None on success, a string to skip (CPU cannot run it) --------
 
     def forward(self, sample: Any, state: dict) -> str | None:
+        return self.compare_variant(self.op, sample, state)
+
+    def method(self, sample: Any) -> str | None:
+        return self.compare_variant(self.op.method_variant, sample, {})
+
+    def compare_variant(self, variant: Callable, sample: Any, state: dict) -> str | None:
         cpu, dev = self.copies(sample)
         try:
-            expected = _run(self.op, cpu, SEED)
+            expected = _run(variant, cpu, SEED)
         except Exception as error:
             return f"CPU raises {_short(error)}"
         state["cpu_result"] = expected
-        actual = _run(self.op, dev, SEED)
+        actual = _run(variant, dev, SEED)
         compare(expected, actual, self.tolerance, device=dev.device())
         cpu_aliases = alias_map(expected, cpu.tensors())
         dev_aliases = alias_map(actual, dev.tensors())
@@ -672,17 +704,17 @@ class OpChecker:
 
 
 def check_op(op: Any, expectations: list[Expectation] | None = None, checks=CHECKS,
-             mode: str | None = None) -> tuple[list[Outcome], float]:
+             mode: str | None = None, dtype: torch.dtype = DTYPE) -> tuple[list[Outcome], float]:
     """Run ``op`` with the tolerances/metadata-only flags of its expectations."""
     mode = mode or fallback_mode()
     tolerance = Tolerance()
     for entry in expectations or []:
-        if not entry.applies(mode):
+        if not entry.applies(mode, dtype):
             continue
         if entry.kind == "tolerance":
             tolerance = dataclasses.replace(tolerance, atol=entry.atol, rtol=entry.rtol)
         elif entry.kind == "metadata":
             tolerance = dataclasses.replace(tolerance, values=False)
     start = time.perf_counter()
-    outcomes = OpChecker(op, tolerance).run(checks)
+    outcomes = OpChecker(op, tolerance, dtype).run(checks)
     return outcomes, time.perf_counter() - start

@@ -1,11 +1,14 @@
 """OpInfo conformance: every op_db sample that runs on the CPU gives the same result on openreg.
 
 Selection (``OPENREG_OPINFO``): unset -> the representative subset
-(``opinfo_harness.DEFAULT_SUBSET``, well under 3 minutes); ``full`` -> every op of
-``op_db`` supporting float32 on the CPU (``tox -e opinfo``); or comma-separated op names.
+(``opinfo_harness.DEFAULT_SUBSET`` plus every op ``expected_failures.toml`` names);
+``full`` -> every op of ``op_db`` supporting float32 on the CPU; or comma-separated op
+names.
 
-Two tests per op: ``test_forward`` (function, in-place and out= variants) and
-``test_grad`` (backward through a weighted sum of the outputs). Known differences are
+Tests per op: ``test_forward`` (function, method, in-place and out= variants, float32),
+``test_grad`` (backward through a weighted sum of the outputs) and, in the full sweep or
+with ``OPENREG_OPINFO_DTYPES=1``, ``test_forward_dtype`` (the forward variants in
+float64, int64 and bool, where the op supports them on the CPU). Known differences are
 listed in ``expected_failures.toml``; a listed failure that no longer happens fails the
 test, so the file stays true. Pass rates: the terminal summary, or ``report.py``.
 """
@@ -21,8 +24,20 @@ import opinfo_harness as harness
 
 MODE = harness.fallback_mode()
 EXPECTATIONS = harness.load_expectations()
-OPS = harness.select_ops(os.environ.get("OPENREG_OPINFO"))
+SELECTION = os.environ.get("OPENREG_OPINFO")
+OPS = harness.select_ops(SELECTION)
 GRAD_OPS = [op for op in OPS if op.supports_autograd]
+FORWARD_CHECKS = ("forward", "method", "inplace", "out")
+# The full sweep runs the other dtypes for every op of op_db (including the integer- and
+# bool-only ones); OPENREG_OPINFO_DTYPES=1 runs them for the selected ops.
+DTYPE_OPS = (harness.all_ops() if harness.is_full(SELECTION)
+             else OPS if os.environ.get("OPENREG_OPINFO_DTYPES") else [])
+DTYPE_CASES = [
+    pytest.param(op, dtype, id=f"{op.full_name}-{harness.dtype_name(dtype)}")
+    for op in DTYPE_OPS
+    for dtype in harness.EXTRA_DTYPES
+    if op.supports_dtype(dtype, "cpu")
+]
 
 
 def _ids(op) -> str:
@@ -40,15 +55,15 @@ def _format(failures) -> str:
     return "\n".join(lines[:10]) + (f"\n  ... ({more} more failing samples)" if more > 0 else "")
 
 
-def _run(op, checks: tuple[str, ...], record) -> None:
-    entries = [e for e in EXPECTATIONS.get(op.full_name, []) if e.applies(MODE)]
+def _run(op, checks: tuple[str, ...], record, dtype=harness.DTYPE) -> None:
+    entries = [e for e in EXPECTATIONS.get(op.full_name, []) if e.applies(MODE, dtype)]
     skipped = [e for e in entries if e.kind == "skip" and set(e.checks) & set(checks)]
     run_checks = tuple(c for c in checks if not any(c in e.checks for e in skipped))
     if not run_checks:
         pytest.skip(f"expected_failures.toml: {skipped[0].reason}")
 
-    outcomes, _ = harness.check_op(op, entries, run_checks, MODE)
-    record(op.full_name, outcomes)
+    outcomes, _ = harness.check_op(op, entries, run_checks, MODE, dtype)
+    record(op.full_name if dtype == harness.DTYPE else f"{op.full_name}:{dtype}", outcomes)
 
     failures = [o for o in outcomes if o.status == "fail"]
     listed = [e for e in entries if e.kind == "fail" and set(e.checks) & set(run_checks)]
@@ -71,7 +86,12 @@ def _run(op, checks: tuple[str, ...], record) -> None:
 
 @pytest.mark.parametrize("op", OPS, ids=_ids)
 def test_forward(op, opinfo_record):
-    _run(op, ("forward", "inplace", "out"), opinfo_record)
+    _run(op, FORWARD_CHECKS, opinfo_record)
+
+
+@pytest.mark.parametrize("op, dtype", DTYPE_CASES)
+def test_forward_dtype(op, dtype, opinfo_record):
+    _run(op, FORWARD_CHECKS, opinfo_record, dtype)
 
 
 @pytest.mark.parametrize("op", GRAD_OPS, ids=_ids)
@@ -79,10 +99,17 @@ def test_grad(op, opinfo_record):
     _run(op, ("grad",), opinfo_record)
 
 
+def test_default_subset_contains_every_listed_op():
+    # Otherwise an entry that went stale is never noticed in CI.
+    names = {op.full_name for op in harness.select_ops(None)}
+    listed = set(EXPECTATIONS) & {op.full_name for op in harness.float32_ops()}
+    assert listed <= names, sorted(listed - names)
+
+
 def test_expected_failures_file_names_real_ops():
-    names = {op.full_name for op in harness.float32_ops()}
+    names = {op.full_name for op in harness.all_ops()}
     unknown = sorted(set(EXPECTATIONS) - names)
-    assert not unknown, f"expected_failures.toml names ops that are not float32 OpInfos: {unknown}"
+    assert not unknown, f"expected_failures.toml names ops that are not OpInfos: {unknown}"
 
 
 # ----------------------------------------------------------------------------------------
