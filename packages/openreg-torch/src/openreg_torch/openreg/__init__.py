@@ -8,7 +8,10 @@ from typing import Any
 
 import torch
 
+import atexit
+
 from .. import _C
+from ._autograd_exit import flush_autograd_device_threads
 from ._lazy import _is_in_bad_fork, _lazy_call, _lazy_init, is_initialized
 from ._utils import _device_index
 from .memory import *  # noqa: F403
@@ -39,6 +42,9 @@ __all__ = [
     *_random_all,
     *_streams_all,
 ]
+
+
+atexit.register(flush_autograd_device_threads)
 
 
 def is_available() -> bool:
