@@ -709,6 +709,51 @@ def check_dtensor_tp(rank, world):
         dist.destroy_process_group()
 
 
+def train_2d(mesh_device, steps=2):
+    """Tensor parallel within "tp" pairs, FSDP2 across "dp": the 2-D layout of large
+    models, on a (2, 2) mesh of four processes."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel, RowwiseParallel, parallelize_module,
+    )
+
+    mesh = init_device_mesh(mesh_device, (2, WORLD // 2), mesh_dim_names=("dp", "tp"))
+    model = mlp(mesh_device)
+    parallelize_module(model, mesh["tp"], {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    fully_shard(model, mesh=mesh["dp"])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(steps):
+        # Ranks of one "tp" pair see the same batch; the two pairs see different ones.
+        x = data(10 * step + mesh.get_local_rank("dp"), (4, 8)).to(mesh_device)
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return mesh, model
+
+
+def check_mesh_2d(rank, world):
+    """DTensor placements on a 2-D openreg mesh, and 2-D (FSDP2 x TP) training that
+    matches the same training on a CPU mesh (gloo) in the same processes."""
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    init()
+    try:
+        mesh, dev = train_2d("openreg")
+        a = data(0, (8, 6))
+        da = distribute_tensor(a.to(device()), mesh, [Shard(0), Shard(1)])
+        assert da.to_local().shape == (4, 3) and da.to_local().device == device()
+        assert_close(da.redistribute(mesh, [Replicate(), Shard(0)]).to_local().cpu(),
+                     a.chunk(2)[mesh.get_local_rank("tp")])
+        assert_close(da.full_tensor().cpu(), a)
+        _, cpu = train_2d("cpu")
+        for (name, p), q in zip(dev.named_parameters(), cpu.parameters()):
+            assert p.to_local().device == device()
+            assert_close(p.full_tensor().cpu(), q.full_tensor(), msg=name)
+    finally:
+        dist.destroy_process_group()
+
+
 def train_fsdp(mesh_device, mixed_precision, reshard, steps=3):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -847,6 +892,41 @@ def check_peer_exits(rank, world):
     try:
         expect_error(lambda: [dist.all_reduce(t) for _ in range(10)])
         assert time.monotonic() - start < 30, time.monotonic() - start
+    finally:
+        dist.destroy_process_group()
+
+
+def check_forked_child(rank, world):
+    """A child forked from a rank that uses openreg gets a clear error from a collective
+    on openreg tensors (its device memory was not inherited), never a hang; the parent's
+    group goes on working."""
+    import select
+    import signal
+
+    init()
+    try:
+        t = torch.ones(4, device=device())
+        dist.all_reduce(t)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report the outcome through the pipe, exit at once
+            try:
+                dist.all_reduce(t)
+                message = "no error"
+            except BaseException as exc:
+                message = f"{type(exc).__name__}: {exc}"
+            os.write(write, message.encode()[:4000])
+            os._exit(0)
+        os.close(write)
+        ready, _, _ = select.select([read], [], [], 30)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        message = os.read(read, 4000).decode() if ready else "timed out"
+        os.close(read)
+        os.waitpid(pid, 0)
+        assert "was forked from it" in message and "spawn" in message, message
+        dist.all_reduce(t)
+        assert_close(t.cpu(), torch.full((4,), float(world) ** 2))
     finally:
         dist.destroy_process_group()
 

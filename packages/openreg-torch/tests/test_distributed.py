@@ -38,19 +38,22 @@ def free_ports(count: int) -> list[int]:
 
 
 class WorkerPair:
-    """Two worker processes (ranks 0 and 1) answering check requests."""
+    """Worker processes (ranks 0 and 1, or `world_size` ranks) answering check requests;
+    each process has as many openreg devices as there are ranks and works on the one of
+    its rank."""
 
-    def __init__(self) -> None:
+    def __init__(self, world_size: int = WORLD_SIZE) -> None:
+        self.world_size = world_size
         self.procs: list[subprocess.Popen] = []
         self.logs: list = []
 
     def start(self) -> None:
-        env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OPENREG_DEVICE_COUNT="2",
-                   PYTHONUNBUFFERED="1")
-        for rank in range(WORLD_SIZE):
+        env = dict(os.environ, GLOO_SOCKET_IFNAME="lo",
+                   OPENREG_DEVICE_COUNT=str(self.world_size), PYTHONUNBUFFERED="1")
+        for rank in range(self.world_size):
             log = tempfile.TemporaryFile(mode="w+")
             proc = subprocess.Popen(
-                [sys.executable, str(WORKER), str(rank), str(WORLD_SIZE)],
+                [sys.executable, str(WORKER), str(rank), str(self.world_size)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
                 env=env, start_new_session=True,
             )
@@ -243,6 +246,14 @@ def test_distributed_checkpoint(workers, tmp_path):
     workers.run("checkpoint", path=str(tmp_path / "checkpoint"))
 
 
+def test_2d_mesh_on_four_processes():
+    group = WorkerPair(world_size=4)
+    try:
+        group.run("mesh_2d", timeout=120)
+    finally:
+        group.stop()
+
+
 # -------------------------------------------------------------------------- bad input
 
 
@@ -280,3 +291,7 @@ def test_rank_exiting_mid_training_is_an_error_for_the_others():
 
 def test_collectives_after_destroy(workers):
     workers.run("after_destroy")
+
+
+def test_collective_in_a_forked_child_is_a_clear_error(workers):
+    workers.run("forked_child")
