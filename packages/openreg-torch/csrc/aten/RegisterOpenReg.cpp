@@ -68,6 +68,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Attention's choice of implementation, asked as an operator (the stub is below);
   // through the fallback it would see aliases that drop requires_grad.
   own(m, "_fused_sdp_choice", TORCH_FN(native::fused_sdp_choice));
+  // PrivateUse1's own entry points for attention (SDPBackend.OVERRIDEABLE): the CPU's
+  // fused attention on device memory.
+  own(m, "_scaled_dot_product_fused_attention_overrideable",
+      TORCH_FN(native::scaled_dot_product_fused_attention_overrideable));
+  own(m, "_scaled_dot_product_fused_attention_overrideable_backward",
+      TORCH_FN(native::scaled_dot_product_fused_attention_overrideable_backward));
   // The fused RNN cells ATen calls for PrivateUse1 inputs (CUDA-only operators: the
   // CPU has no kernel for the fallback to run).
   own(m, "_thnn_fused_lstm_cell", TORCH_FN(native::thnn_fused_lstm_cell));
