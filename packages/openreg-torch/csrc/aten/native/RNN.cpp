@@ -51,6 +51,7 @@ Tensor tanh_grad(const Tensor& grad, const Tensor& y) {
 
 } // namespace
 
+// DOC START: fused-lstm-cell
 std::tuple<Tensor, Tensor, Tensor> thnn_fused_lstm_cell(
     const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& cx,
     const std::optional<Tensor>& input_bias, const std::optional<Tensor>& hidden_bias) {
@@ -74,6 +75,7 @@ std::tuple<Tensor, Tensor, Tensor> thnn_fused_lstm_cell(
       },
       input_gates, hidden_gates, cx, input_bias, hidden_bias);
 }
+// DOC END: fused-lstm-cell
 
 std::tuple<Tensor, Tensor, Tensor> thnn_fused_lstm_cell_backward_impl(
     const std::optional<Tensor>& grad_hy, const std::optional<Tensor>& grad_cy,
