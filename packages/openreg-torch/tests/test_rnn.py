@@ -110,6 +110,20 @@ def test_cells_unrolled_train_like_cpu(kind):
                            lambda output: output.pow(2).sum())
 
 
+def test_lstm_cell_gradient_through_the_cell_state_only():
+    # The loss reads cy alone: the backward gets grad_cy and an undefined grad_hy.
+    class CellState(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = nn.LSTMCell(6, 8)
+
+        def forward(self, x):
+            return self.cell(x)[1]
+
+    assert_trains_like_cpu(CellState, lambda device: (sequence(device)[0],),
+                           lambda cell_state: cell_state.pow(2).sum())
+
+
 def test_fused_cells_are_openreg_kernels():
     for op in ["_thnn_fused_lstm_cell", "_thnn_fused_lstm_cell_backward_impl",
                "_thnn_fused_gru_cell", "_thnn_fused_gru_cell_backward"]:
