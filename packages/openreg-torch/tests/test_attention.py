@@ -70,7 +70,13 @@ def test_choice_is_overrideable_exactly_where_the_cpu_runs_its_fused_kernel(case
     cpu = choice("cpu", *args)
     if case != "unbatched":
         assert cpu == (FLASH if case in FUSED_CASES else MATH), "the CPU's chooser changed"
-    assert choice("openreg", *args) == (OVERRIDEABLE if cpu == FLASH else cpu)
+    expected = OVERRIDEABLE if cpu == FLASH else cpu
+    assert choice("openreg", *args) == expected
+    # With the CPU's flash backend disabled openreg checks the fused kernel's constraints
+    # itself (sdpa_kernel(OVERRIDEABLE)); it must agree with the CPU's chooser.
+    if case != "unbatched":  # openreg's own check takes 4-D inputs only
+        with sdpa_kernel([SDPBackend.OVERRIDEABLE, SDPBackend.MATH]):
+            assert choice("openreg", *args) == expected
 
 
 @pytest.mark.parametrize("case", list(FUSED_CASES))
