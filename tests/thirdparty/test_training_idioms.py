@@ -22,7 +22,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 from torch.utils.data import DataLoader, TensorDataset
 
-from thirdparty_defects import FUSED_RNN_CELLS, SPARSE_GRADIENTS
+from thirdparty_defects import SPARSE_GRADIENTS
 from thirdparty_compare import DEVICE, assert_same_state, assert_same_tensor
 
 # --------------------------------------------------------------------------------------
@@ -458,8 +458,7 @@ def rnn_train(device, rnn_type, bptt=8, lr=20.0, clip=0.25):
     return model, torch.stack(losses), eval_loss
 
 
-@pytest.mark.parametrize("rnn_type", [pytest.param("LSTM", marks=FUSED_RNN_CELLS),
-                                      pytest.param("GRU", marks=FUSED_RNN_CELLS), "RNN_TANH"])
+@pytest.mark.parametrize("rnn_type", ["LSTM", "GRU", "RNN_TANH"])
 def test_rnn_language_model_matches_cpu(rnn_type):
     cpu_model, cpu_losses, cpu_eval = rnn_train(torch.device("cpu"), rnn_type)
     model, losses, eval_loss = rnn_train(DEVICE, rnn_type)
@@ -468,7 +467,6 @@ def test_rnn_language_model_matches_cpu(rnn_type):
     assert_same_state(model, cpu_model)
 
 
-@FUSED_RNN_CELLS
 def test_packed_bidirectional_gru_matches_cpu():
     # Variable-length batches through pack_padded_sequence (lengths stay on the CPU).
     def run(device):

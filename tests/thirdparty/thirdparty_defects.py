@@ -9,17 +9,6 @@ import pytest
 # module.to("openreg") swaps Parameters instead of moving them in place.
 # torch.utils.checkpoint cannot see that openreg is initialised.
 # LSTM/GRU layers and cells: a CUDA-only fused cell operator without an openreg kernel.
-FUSED_RNN_CELLS = pytest.mark.xfail(
-    strict=True,
-    raises=NotImplementedError,
-    reason="nn.LSTM/nn.GRU (and LSTMCell/GRUCell) on openreg: ATen's RNN cells call "
-    "aten::_thnn_fused_lstm_cell / _thnn_fused_gru_cell whenever the input is_privateuseone() "
-    "(RNN.cpp, same branch as CUDA/XPU); these have CUDA kernels only, so the openreg "
-    "fallback redispatches to CPU and fails with NotImplementedError \"Could not run "
-    "'aten::_thnn_fused_lstm_cell' with arguments from the 'CPU' backend\". openreg needs "
-    "kernels for _thnn_fused_{lstm,gru}_cell and their _backward(_impl) ops",
-)
-
 # torch.compile of scaled_dot_product_attention: the SDPA choice re-dispatches real tensors.
 # nn.Embedding(sparse=True): sparse COO gradients have no openreg kernels.
 SPARSE_GRADIENTS = pytest.mark.xfail(

@@ -92,3 +92,18 @@ def test_results_land_on_input_device():
 def test_printing_device_tensor():
     text = repr(torch.arange(3.0, device="openreg:1"))
     assert "device='openreg:1'" in text and "0., 1., 2." in text
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: torch._fused_dropout(x, 0.5),  # CUDA-only operators: no CPU kernel to run
+    lambda x: torch._masked_scale(x, x > 0, 2.0),
+], ids=["_fused_dropout", "_masked_scale"])
+def test_operator_without_cpu_kernel_is_named_missing_on_openreg(call):
+    # Not PyTorch's "Could not run ... from the 'CPU' backend": the user never asked for
+    # the CPU; what is missing is an openreg kernel for that operator.
+    with pytest.raises(NotImplementedError) as error:
+        call(torch.ones(4, device="openreg"))
+    message = str(error.value)
+    assert "'openreg' backend" in message and "missing on openreg" in message, message
+    assert "'CPU' backend" not in message, message
+    assert error.value.args[0].startswith("Could not run 'aten::_")

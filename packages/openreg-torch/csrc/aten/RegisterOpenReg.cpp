@@ -24,6 +24,7 @@
 #include "aten/native/Copy.h"
 #include "aten/native/Fallback.h"
 #include "aten/native/Minimal.h"
+#include "aten/native/RNN.h"
 #include "aten/native/Random.h"
 #include "aten/native/ShallowCopy.h"
 
@@ -67,6 +68,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Attention's choice of implementation, asked as an operator (the stub is below);
   // through the fallback it would see aliases that drop requires_grad.
   own(m, "_fused_sdp_choice", TORCH_FN(native::fused_sdp_choice));
+  // PrivateUse1's own entry points for attention (SDPBackend.OVERRIDEABLE): the CPU's
+  // fused attention on device memory.
+  own(m, "_scaled_dot_product_fused_attention_overrideable",
+      TORCH_FN(native::scaled_dot_product_fused_attention_overrideable));
+  own(m, "_scaled_dot_product_fused_attention_overrideable_backward",
+      TORCH_FN(native::scaled_dot_product_fused_attention_overrideable_backward));
+  // The fused RNN cells ATen calls for PrivateUse1 inputs (CUDA-only operators: the
+  // CPU has no kernel for the fallback to run).
+  own(m, "_thnn_fused_lstm_cell", TORCH_FN(native::thnn_fused_lstm_cell));
+  own(m, "_thnn_fused_lstm_cell_backward_impl",
+      TORCH_FN(native::thnn_fused_lstm_cell_backward_impl));
+  own(m, "_thnn_fused_gru_cell", TORCH_FN(native::thnn_fused_gru_cell));
+  own(m, "_thnn_fused_gru_cell_backward", TORCH_FN(native::thnn_fused_gru_cell_backward));
   // param.data = openreg_tensor and Module.to("openreg") move tensors in place.
   own(m, "_has_compatible_shallow_copy_type",
       TORCH_FN(native::_has_compatible_shallow_copy_type));

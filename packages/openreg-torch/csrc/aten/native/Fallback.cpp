@@ -120,10 +120,26 @@ namespace {
                               ", see openreg_torch.fallback).");
 }
 
+// DOC START: missing-cpu-kernel
+// Both fallbacks run the operator's CPU kernel. A CUDA-only operator has none: redispatched
+// to the CPU it would fail with "Could not run ... from the 'CPU' backend", which blames a
+// backend the user never asked for. Name what is actually missing instead.
+[[noreturn]] void raise_missing_on_openreg(const c10::OperatorHandle& op) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "Could not run '", op.schema().operator_name(),
+                              "' with arguments from the 'openreg' backend: the operator is "
+                              "missing on openreg (it has no openreg kernel, and PyTorch has "
+                              "no CPU kernel for openreg's fallback to run on device memory; "
+                              "operators implemented for CUDA only need an openreg kernel).");
+}
+// DOC END: missing-cpu-kernel
+
 } // namespace
 
 // The way an allowed operator falls back: the copy mode copies, every other zero-copies.
 void allowed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (!op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU)) {
+    raise_missing_on_openreg(op);
+  }
   if (fallback_mode() == FallbackMode::Copy) {
     cpu_copy_fallback(op, stack);
   } else {

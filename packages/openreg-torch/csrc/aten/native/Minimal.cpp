@@ -2,7 +2,9 @@
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <ATen/Context.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
@@ -49,6 +51,25 @@ void ensure_storage_fits(const Tensor& self) {
   }
 }
 
+// DOC START: deterministic-fill
+// Under torch.use_deterministic_algorithms(True), fresh memory is filled (NaN for
+// floating and complex types, the largest value for integers and bool) unless the user
+// turned torch.utils.deterministic.fill_uninitialized_memory off, as the CPU and CUDA
+// factories do: results never depend on what the allocator happened to hand out.
+bool fill_uninitialized_memory() {
+  const auto& context = at::globalContext();
+  return C10_UNLIKELY(context.deterministicAlgorithms()) &&
+         context.deterministicFillUninitializedMemory();
+}
+
+Tensor filled_if_deterministic(Tensor fresh) {
+  if (fill_uninitialized_memory()) {
+    at::native::fill_empty_deterministic_(fresh);  // fill_ runs as an openreg kernel
+  }
+  return fresh;
+}
+// DOC END: deterministic-fill
+
 } // namespace
 
 // DOC START: empty-memory-format
@@ -60,8 +81,9 @@ Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType>
   TORCH_CHECK(layout.value_or(c10::kStrided) == c10::kStrided,
               "openreg: only strided tensors are supported, got layout ", *layout);
   const c10::DeviceGuard guard(target_device(device));
-  return at::detail::empty_generic(size, &c10::openreg::getDeviceAllocator(), kOpenRegKeys,
-                                   c10::dtype_or_default(dtype), memory_format);
+  return filled_if_deterministic(at::detail::empty_generic(
+      size, &c10::openreg::getDeviceAllocator(), kOpenRegKeys, c10::dtype_or_default(dtype),
+      memory_format));
 }
 // DOC END: empty-memory-format
 
@@ -72,8 +94,9 @@ Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
   TORCH_CHECK(layout.value_or(c10::kStrided) == c10::kStrided,
               "openreg: only strided tensors are supported, got layout ", *layout);
   const c10::DeviceGuard guard(target_device(device));
-  return at::detail::empty_strided_generic(size, stride, &c10::openreg::getDeviceAllocator(),
-                                           kOpenRegKeys, c10::dtype_or_default(dtype));
+  return filled_if_deterministic(at::detail::empty_strided_generic(
+      size, stride, &c10::openreg::getDeviceAllocator(), kOpenRegKeys,
+      c10::dtype_or_default(dtype)));
 }
 
 Tensor as_strided(const Tensor& self, c10::IntArrayRef size, c10::IntArrayRef stride,
@@ -93,6 +116,7 @@ Tensor _reshape_alias(const Tensor& self, c10::IntArrayRef size, c10::IntArrayRe
 const Tensor& resize_(const Tensor& self, c10::IntArrayRef size,
                       std::optional<c10::MemoryFormat> memory_format) {
   auto* impl = self.unsafeGetTensorImpl();
+  const size_t old_nbytes = impl->unsafe_storage() ? impl->unsafe_storage().nbytes() : 0;
   // The CPU resize would grow the storage with the CPU allocator and memcpy device
   // memory on the host; here only sizes/strides are set, then the storage is grown
   // with the device allocator.
@@ -103,6 +127,10 @@ const Tensor& resize_(const Tensor& self, c10::IntArrayRef size,
     impl->empty_tensor_restride(*memory_format);
   }
   ensure_storage_fits(self);
+  if (fill_uninitialized_memory()) {
+    // As on the CPU: the bytes the storage grew by, not the ones it kept.
+    at::native::fill_resize_deterministic_(self, static_cast<int64_t>(old_nbytes));
+  }
   return self;
 }
 // DOC END: resize
