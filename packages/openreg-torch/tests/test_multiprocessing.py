@@ -583,3 +583,49 @@ def test_sending_64MiB_costs_about_what_4KiB_costs(scenario):
     small_us, large_us = map(float, scenario(SPEED).split())
     print(f"send+receive (median round trip): 4 KiB {small_us:.0f} us, 64 MiB {large_us:.0f} us")
     assert large_us < 2 * small_us, (small_us, large_us)
+
+
+def test_shared_memory_is_counted_apart_in_both_processes(scenario):
+    out = scenario("""
+def child(inbox, outbox):
+    t = inbox.get(timeout=WAIT)
+    stats = torch.openreg.ipc_memory_stats()
+    outbox.put((stats["imported_bytes.current"], stats["imported_storages.current"],
+                torch.openreg.memory_allocated()))
+    inbox.get(timeout=WAIT)  # the sender has dropped its tensor: this one keeps the memory
+    del t
+    stats = torch.openreg.ipc_memory_stats()
+    outbox.put((stats["imported_bytes.current"], stats["imported_bytes.peak"]))
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=child, args=(inbox, outbox))
+    p.start()
+    t = torch.ones(1 << 18, device="openreg")  # 1 MiB
+    inbox.put(t)
+    imported, storages, allocated = outbox.get(timeout=WAIT)
+    check((imported, storages, allocated) == (1 << 20, 1, 0), f"receiver {imported} {storages} {allocated}")
+    allocated_before = torch.openreg.memory_allocated()
+    del t  # freed here while the child still uses it: the block waits in the limbo
+    stats = torch.openreg.ipc_memory_stats()
+    check((stats["limbo_blocks.current"], stats["limbo_bytes.current"]) == (1, 1 << 20), f"limbo {stats}")
+    check(torch.openreg.memory_allocated() == allocated_before, "limbo memory stays allocated")
+    inbox.put("go")
+    imported, peak = outbox.get(timeout=WAIT)
+    check((imported, peak) == (0, 1 << 20), f"receiver after del {imported} {peak}")
+    p.join(WAIT)
+    torch.openreg.ipc_collect()
+    stats = torch.openreg.ipc_memory_stats()
+    check(stats["limbo_blocks.current"] == 0 and stats["limbo_bytes.current"] == 0, f"collected {stats}")
+    check(torch.openreg.memory_allocated() < allocated_before, "released after collect")
+    print("ok")
+""")
+    assert out.strip() == "ok"
+
+
+def test_ipc_memory_stats_rejects_bad_devices():
+    with pytest.raises(ValueError, match="Expected an openreg device"):
+        torch.openreg.ipc_memory_stats("cpu")
+    with pytest.raises(ValueError, match="Invalid openreg device index"):
+        torch.openreg.ipc_memory_stats(torch.openreg.device_count())

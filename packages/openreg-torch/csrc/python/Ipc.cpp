@@ -117,6 +117,16 @@ void init_ipc_bindings(py::module_& m) {
     py::gil_scoped_release no_gil;
     return c10::openreg::ipcCollect();
   });
+  m.def("_ipc_memory_stats", [](int device) {
+    const auto stats = c10::openreg::ipcMemoryStats(static_cast<c10::DeviceIndex>(device));
+    py::dict result;
+    result["imported_bytes.current"] = stats.imported_bytes;
+    result["imported_bytes.peak"] = stats.imported_bytes_peak;
+    result["imported_storages.current"] = stats.imported_storages;
+    result["limbo_bytes.current"] = stats.limbo_bytes;
+    result["limbo_blocks.current"] = stats.limbo_blocks;
+    return result;
+  });
   bind_interprocess_events(m);
 }
 

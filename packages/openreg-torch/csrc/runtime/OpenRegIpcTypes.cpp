@@ -3,6 +3,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/StorageImpl.h>
 
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -19,6 +21,7 @@ namespace {
 struct SentData {
   DataPtr original;  // the caching allocator's block
   void* base = nullptr;
+  size_t nbytes = 0;  // of the storage, when it was first shared
 };
 
 // Whether another process may still use the block (an open, or a handle not opened
@@ -47,6 +50,20 @@ class Limbo {
       held_.push_back(std::move(sent));
     }
     collect();
+  }
+
+  // Blocks and bytes of `device` held for other processes.
+  std::pair<int64_t, int64_t> held_on(DeviceIndex device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t blocks = 0;
+    int64_t bytes = 0;
+    for (const auto& sent : held_) {
+      if (sent->original.device().index() == device) {
+        ++blocks;
+        bytes += static_cast<int64_t>(sent->nbytes);
+      }
+    }
+    return {blocks, bytes};
   }
 
   size_t collect() {
@@ -83,14 +100,41 @@ void deleteSentData(void* context) {
   limbo().add(std::unique_ptr<SentData>(static_cast<SentData*>(context)));
 }
 
+// Memory opened from other processes, per device: counted apart from the caching
+// allocator's statistics (it is not this process's allocation).
+struct ImportedCounters {
+  std::atomic<int64_t> bytes{0};
+  std::atomic<int64_t> peak_bytes{0};
+  std::atomic<int64_t> storages{0};
+
+  void add(int64_t nbytes) {
+    const int64_t now = bytes.fetch_add(nbytes) + nbytes;
+    int64_t peak = peak_bytes.load();
+    while (now > peak && !peak_bytes.compare_exchange_weak(peak, now)) {
+    }
+    storages.fetch_add(1);
+  }
+  void remove(int64_t nbytes) {
+    bytes.fetch_sub(nbytes);
+    storages.fetch_sub(1);
+  }
+};
+
+ImportedCounters& imported_on(DeviceIndex device) {
+  static auto* counters = new std::array<ImportedCounters, OR_MAX_DEVICES>;  // leaked, as the limbo
+  return (*counters).at(static_cast<size_t>(device));
+}
+
 // The context of a storage over memory opened from another process.
 struct ImportedData {
   void* base = nullptr;
   DeviceIndex device = -1;
+  size_t nbytes = 0;
 };
 
 void deleteImportedData(void* context) {
   std::unique_ptr<ImportedData> imported(static_cast<ImportedData*>(context));
+  imported_on(imported->device).remove(static_cast<int64_t>(imported->nbytes));
   // Work queued on this device may still read the memory, and closing the last open
   // of an exporter's device unmaps it: wait first, as cudaFree does.
   const DeviceGuard guard(Device(kPrivateUse1, imported->device));
@@ -135,6 +179,7 @@ SharedStorageInfo shareStorage(const c10::Storage& storage) {
     // From now on the storage's death sends the block through the limbo.
     auto sent = std::make_unique<SentData>();
     sent->base = attributes.base;
+    sent->nbytes = info.nbytes;
     DataPtr wrapped(data, sent.get(), &deleteSentData, device);
     sent->original = impl->set_data_ptr(std::move(wrapped));
     sent.release();
@@ -158,12 +203,15 @@ void closeHandle(void* base) {
 }
 
 c10::Storage wrapOpenedHandle(DeviceIndex device, void* base, size_t offset, size_t nbytes) {
+  check_device_index(device);
   auto imported = std::make_unique<ImportedData>();
   imported->base = base;
   imported->device = device;
+  imported->nbytes = nbytes;
   DataPtr data(static_cast<char*>(base) + offset, imported.get(), &deleteImportedData,
                Device(kPrivateUse1, device));
   imported.release();
+  imported_on(device).add(static_cast<int64_t>(nbytes));
   mark_device_used(device);
   // Not resizable: the memory is a view of another process's allocation.
   return c10::Storage(c10::make_intrusive<StorageImpl>(StorageImpl::use_byte_size_t(), nbytes,
@@ -184,6 +232,17 @@ void releaseUnusedHandle(const std::string& bytes) {
 
 size_t ipcCollect() {
   return limbo().collect();
+}
+
+IpcMemoryStats ipcMemoryStats(DeviceIndex device) {
+  check_device_index(device);
+  IpcMemoryStats stats;
+  const ImportedCounters& imported = imported_on(device);
+  stats.imported_bytes = imported.bytes.load();
+  stats.imported_bytes_peak = imported.peak_bytes.load();
+  stats.imported_storages = imported.storages.load();
+  std::tie(stats.limbo_blocks, stats.limbo_bytes) = limbo().held_on(device);
+  return stats;
 }
 
 } // namespace c10::openreg

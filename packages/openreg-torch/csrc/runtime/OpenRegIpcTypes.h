@@ -48,4 +48,19 @@ OPENREG_TORCH_API void releaseUnusedHandle(const std::string& handle);
 // Release limbo blocks no other process uses any more; returns how many remain.
 OPENREG_TORCH_API size_t ipcCollect();
 
+// DOC START: ipc-memory-stats
+// Device memory shared between processes, counted apart from the caching allocator's
+// statistics (torch.openreg.ipc_memory_stats): received storages are another process's
+// allocation; limbo blocks are freed here but still used elsewhere (they stay allocated
+// in this process's statistics until released).
+struct IpcMemoryStats {
+  int64_t imported_bytes = 0;       // bytes of received storages alive in this process
+  int64_t imported_bytes_peak = 0;
+  int64_t imported_storages = 0;
+  int64_t limbo_bytes = 0;          // bytes of this process's blocks held for others
+  int64_t limbo_blocks = 0;
+};
+OPENREG_TORCH_API IpcMemoryStats ipcMemoryStats(DeviceIndex device);
+// DOC END: ipc-memory-stats
+
 } // namespace c10::openreg

@@ -40,7 +40,7 @@ import torch.multiprocessing.reductions as _torch_reductions
 
 from . import _C
 
-__all__ = ["ipc_collect"]
+__all__ = ["ipc_collect", "ipc_memory_stats"]
 
 # torch's own cache of shared storages (weak references, reset after fork); our keys
 # start with "openreg" and never collide with its handles.
@@ -53,6 +53,20 @@ def ipc_collect() -> int:
     process uses it either; returns how many storages are still held for others (as
     ``torch.cuda.ipc_collect``)."""
     return _C._ipc_collect()
+
+
+def ipc_memory_stats(device=None) -> dict[str, int]:
+    """Device memory of `device` shared with other processes, counted apart from
+    ``memory_stats()`` (whose figures cover this process's own allocations only):
+
+    * ``imported_bytes.current`` / ``.peak``, ``imported_storages.current``: storages
+      received from other processes and alive here (their memory is the sender's);
+    * ``limbo_bytes.current``, ``limbo_blocks.current``: blocks this process freed while
+      another process still uses them (still allocated here until ``ipc_collect()``).
+    """
+    from .openreg._utils import _device_index
+
+    return _C._ipc_memory_stats(_device_index(device))
 
 
 # ------------------------------------------------------------------------- sending

@@ -20,7 +20,7 @@ from .random import *  # noqa: F403
 from .random import __all__ as _random_all
 from .streams import *  # noqa: F403
 from .streams import __all__ as _streams_all
-from ..multiprocessing import ipc_collect
+from ..multiprocessing import ipc_collect, ipc_memory_stats
 
 __all__ = [
     "is_available",
@@ -38,6 +38,7 @@ __all__ = [
     "get_amp_supported_dtype",
     "is_bf16_supported",
     "ipc_collect",
+    "ipc_memory_stats",
     *_memory_all,
     *_random_all,
     *_streams_all,
