@@ -171,11 +171,14 @@ void listLive(const std::string& dir, std::vector<UsageRecord>* live) {
 
 }  // namespace
 
+// DOC START: publish-usage
+// Called by a device's allocator, under its lock, when what it has handed out changes.
 void publishDeviceUsage(int device, size_t usedBytes) {
   if (UsageRecord* record = publisher.record()) {
     __atomic_store_n(&record->used[device], uint64_t(usedBytes), __ATOMIC_RELAXED);
   }
 }
+// DOC END: publish-usage
 
 }  // namespace openreg
 

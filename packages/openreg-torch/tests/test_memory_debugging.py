@@ -202,13 +202,22 @@ def test_profile_memory_records_openreg_allocations():
         del y
     averages = {e.key: e for e in prof.key_averages()}
     ones = averages["aten::ones"]
+    # ones allocates through its child aten::empty; sum's 0-dim result takes one
+    # 512-byte block; deleting y frees its block outside any operator.
     assert ones.device_memory_usage == 2 * MiB and ones.self_device_memory_usage == 0
-    assert averages["aten::empty"].self_device_memory_usage == 2 * MiB
+    assert averages["aten::sum"].device_memory_usage == 512
+    assert averages["aten::empty"].self_device_memory_usage == 2 * MiB + 512
     assert ones.cpu_memory_usage == 0
     freed = averages["[memory]"]
     assert freed.device_memory_usage == -2 * MiB
-    assert "Self openreg Mem" in prof.key_averages().table(sort_by="self_device_memory_usage")
     del x, z
+    # The table has device memory columns when the device activity is on (use_device).
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
+                 profile_memory=True) as prof:
+        torch.ones(512, 1024, device="openreg")
+    table = prof.key_averages().table(sort_by="self_device_memory_usage", row_limit=3)
+    assert "Self OPENREG Mem" in table
+    assert re.search(r"aten::empty .* 2\.00 MB +2\.00 MB +1 *$", table, re.MULTILINE), table
 
 
 def test_mem_pool_is_not_available_and_says_why():
@@ -240,7 +249,7 @@ def test_every_accelerator_memory_function_works_on_openreg():
     assert memory.memory_stats(1)["allocation.all.allocated"] == 0
     del kept
     check("empty_cache")
-    assert memory.memory_reserved(1) == 0
+    assert memory.memory_reserved(1) == memory.memory_allocated(1)  # nothing cached
     pinned = torch.empty(4096, pin_memory=True)
     del pinned
     assert torch.openreg.host_memory_stats()["allocated_bytes.current"] > 0

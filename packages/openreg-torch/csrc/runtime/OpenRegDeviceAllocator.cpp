@@ -6,13 +6,15 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <tuple>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -115,6 +117,13 @@ std::shared_ptr<GatheredContext> maybeGatherContext(RecordContext level) {
   return gather();
 }
 // DOC END: history-settings
+
+// As Python prints a float (the shortest text that reads back the same value).
+std::string shortest(double value) {
+  std::array<char, 32> text{};
+  const auto result = std::to_chars(text.data(), text.data() + text.size(), value);
+  return std::string(text.data(), result.ptr);
+}
 
 int64_t nowMicroseconds() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -390,7 +399,7 @@ class DeviceCache {
     if (allowed_bytes_ != std::numeric_limits<size_t>::max()) {
       limit = c10::str(" This process has a memory allocation limit of ",
                        format_size(allowed_bytes_), " on this device: ",
-                       "set_per_process_memory_fraction(", fraction_, ") of ",
+                       "set_per_process_memory_fraction(", shortest(fraction_), ") of ",
                        format_size(total_bytes), ".");
     }
     TORCH_CHECK_WITH(OutOfMemoryError, false,
@@ -463,12 +472,16 @@ class DeviceCache {
     report.reserved = reservedBytes();
   }
 
+  // DOC START: profiler-report
+  // torch.profiler(profile_memory=True) installs a thread-local reporter: the free
+  // appears as a negative size, attributed (like the allocation) to the running operator.
   void reportToProfiler(const MemoryReport& report) const {
     if (C10_UNLIKELY(report.ptr != nullptr && c10::memoryProfilingEnabled())) {
       c10::reportMemoryUsageToProfiler(report.ptr, report.size, report.allocated,
                                        report.reserved, Device(kPrivateUse1, device_));
     }
   }
+  // DOC END: profiler-report
 
   // Deferred frees whose events have all completed go back to the cache.
   void processPendingFrees() {

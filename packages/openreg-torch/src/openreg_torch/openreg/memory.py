@@ -257,29 +257,31 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
     ]
     pools = [("all", "")] if abbreviated else [
         ("all", ""), ("large_pool", "  from large pool"), ("small_pool", "  from small pool")]
-    width = 75
     lines = [
-        "=" * width,
-        f" PyTorch openreg memory summary, device openreg:{index}".ljust(width),
+        "=",
+        f" PyTorch openreg memory summary, device openreg:{index}",
         f" capacity {_format_bytes(total).strip()}, free {_format_bytes(free).strip()}, "
-        f"per-process fraction {fraction:g}".ljust(width),
-        "-" * width,
-        f" OOMs: {stats.get('num_ooms', 0):<10d} | device alloc retries: "
-        f"{stats.get('num_alloc_retries', 0):<10d} | device allocs/frees: "
+        f"per-process fraction {fraction:g}",
+        "-",
+        f" OOMs: {stats.get('num_ooms', 0)} | device alloc retries: "
+        f"{stats.get('num_alloc_retries', 0)} | device allocs/frees: "
         f"{stats.get('num_device_alloc', 0)}/{stats.get('num_device_free', 0)}",
-        "=" * width,
+        "=",
         f" {'Metric':<21} | {'Cur Usage':>10} | {'Peak Usage':>10} | "
-        f"{'Tot Alloc':>10} | {'Tot Freed':>10}",
+        f"{'Tot Alloc':>10} | {'Tot Freed':>10} ",
     ]
     for key, name, fmt in rows:
-        lines.append("-" * width)
+        lines.append("-")
         for pool, suffix in pools:
             label = suffix or name
             values = [stats.get(f"{key}.{pool}.{field}", 0)
                       for field in ("current", "peak", "allocated", "freed")]
-            lines.append(f" {label:<21} | " + " | ".join(f"{fmt(v):>10}" for v in values))
-    lines.append("=" * width)
-    return "\n".join(f"|{line.ljust(width)}|" for line in lines) + "\n"
+            lines.append(f" {label:<21} | " + " | ".join(f"{fmt(v):>10}" for v in values) + " ")
+    lines.append("=")
+    width = max(len(line) for line in lines)
+    # One-character lines are rules across the table.
+    lines = [line * width if len(line) == 1 else line.ljust(width) for line in lines]
+    return "\n".join(f"|{line}|" for line in lines) + "\n"
 
 
 # DOC START: mem-pool
