@@ -132,6 +132,12 @@ def test_history_options(recording):
     assert any("OpenRegDeviceAllocator" in f["filename"] or "openreg" in f["name"]
                for f in frames), [f["name"] for f in frames][:20]
 
+    # Backward runs on autograd's device thread, which holds no GIL: recorded, no stack
+    # waits for it.
+    weight = torch.ones(64, 64, device="openreg", requires_grad=True)
+    (weight * 3).sum().backward()
+    assert torch.equal(weight.grad.cpu(), torch.full((64, 64), 3.0))
+
     for bad, message in [({"enabled": "some"}, "enabled must be"),
                          ({"context": "every"}, "context must be"),
                          ({"stacks": "cpp"}, "stacks must be"),

@@ -22,14 +22,22 @@ namespace {
 using c10::CachingDeviceAllocator::RecordContext;
 using Action = c10::CachingDeviceAllocator::TraceEntry::Action;
 
-// Python (and TorchScript) frames only, or C++ frames too (stacks="all").
+// DOC START: gather-stacks
+// Python (and TorchScript) frames only, or C++ frames too (stacks="all"). Python frames
+// are taken only by a thread that holds the GIL: capturing them would otherwise wait for
+// it, and here a kernel allocates while it runs, so a thread that holds the GIL and waits
+// for that kernel's stream (a copy to the CPU) would never give it up. Threads without
+// the GIL (autograd's device threads, stream workers) run no Python code to show anyway.
 std::shared_ptr<c10::GatheredContext> gatherPython() {
-  return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/true, /*cpp=*/false);
+  const bool python = PyGILState_Check() != 0;
+  return torch::CapturedTraceback::gather(python, python, /*cpp=*/false);
 }
 
 std::shared_ptr<c10::GatheredContext> gatherPythonAndCpp() {
-  return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/true, /*cpp=*/true);
+  const bool python = PyGILState_Check() != 0;
+  return torch::CapturedTraceback::gather(python, python, /*cpp=*/true);
 }
+// DOC END: gather-stacks
 
 void recordHistory(bool record_state, bool record_trace, int context, bool cpp_frames,
                    size_t max_entries, bool clear_history) {
