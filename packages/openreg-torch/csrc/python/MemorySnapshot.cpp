@@ -23,19 +23,17 @@ using c10::CachingDeviceAllocator::RecordContext;
 using Action = c10::CachingDeviceAllocator::TraceEntry::Action;
 
 // DOC START: gather-stacks
-// Python (and TorchScript) frames only, or C++ frames too (stacks="all"). Python frames
-// are taken only by a thread that holds the GIL: capturing them would otherwise wait for
-// it, and here a kernel allocates while it runs, so a thread that holds the GIL and waits
-// for that kernel's stream (a copy to the CPU) would never give it up. Threads without
-// the GIL (autograd's device threads, stream workers) run no Python code to show anyway.
+// Python (and TorchScript) frames only, or C++ frames too (stacks="all"). Capturing
+// Python frames takes the GIL; the allocating thread does not hold it (PyTorch's Python
+// bindings release it around the operator), and nothing waits for device work while
+// holding it (the copies and synchronisations that wait release it too), so taking it
+// here, outside the cache's lock, cannot deadlock.
 std::shared_ptr<c10::GatheredContext> gatherPython() {
-  const bool python = PyGILState_Check() != 0;
-  return torch::CapturedTraceback::gather(python, python, /*cpp=*/false);
+  return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/true, /*cpp=*/false);
 }
 
 std::shared_ptr<c10::GatheredContext> gatherPythonAndCpp() {
-  const bool python = PyGILState_Check() != 0;
-  return torch::CapturedTraceback::gather(python, python, /*cpp=*/true);
+  return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/true, /*cpp=*/true);
 }
 // DOC END: gather-stacks
 
