@@ -70,24 +70,28 @@ def render(state: dict[str, Any]) -> str:
     """The table openreg-smi prints."""
     width = 78
     rule = "+" + "-" * (width - 2) + "+"
+
+    def row(text: str) -> str:
+        return "| " + text[:width - 4].ljust(width - 4) + " |"
+
     version = state["runtime_version"]
     lines = [time.strftime("%a %b %d %H:%M:%S %Y"), rule,
-             f"| openreg-smi    runtime {version // 1000}.{version % 1000 // 10}".ljust(width - 1)
-             + "|", rule,
-             f"| {'Dev':>3}  {'Name':<24} {'Memory-Usage':>30} {'Procs':>7}      |", rule]
+             row(f"openreg-smi    runtime {version // 1000}.{version % 1000 // 10}"), rule,
+             row(f"{'Dev':>3}  {'Name':<28} {'Memory-Usage (all processes)':>30}  {'Procs':>5}"),
+             rule]
     for device in state["devices"]:
         usage = f"{_size(device['used_memory'])} / {_size(device['total_memory'])}"
-        lines.append(f"| {device['index']:>3}  {device['name'][:24]:<24} {usage:>30} "
-                     f"{device['processes']:>7}      |")
-    lines += [rule, "", rule, f"| {'Processes:':<{width - 4}} |",
-              f"| {'PID':>8}  {'Dev':>3}  {'Used memory':>12}  {'Command':<44} |", rule]
+        lines.append(row(f"{device['index']:>3}  {device['name'][:28]:<28} {usage:>30}  "
+                         f"{device['processes']:>5}"))
+    lines += [rule, "", rule, row("Processes:"),
+              row(f"{'PID':>8}  {'Dev':>3}  {'Used memory':>12}  Command"), rule]
     rows = [(p, index, used) for p in state["processes"]
             for index, used in enumerate(p["used_bytes"]) if used > 0]
     if not rows:
-        lines.append(f"| {'No process holds openreg device memory':<{width - 4}} |")
+        lines.append(row("No process holds openreg device memory"))
     for process, index, used in rows:
-        lines.append(f"| {process['pid']:>8}  {index:>3}  {_size(used):>12}  "
-                     f"{process['command'][:44]:<44} |")
+        command = " ".join(process["command"].split())  # one line, whatever argv holds
+        lines.append(row(f"{process['pid']:>8}  {index:>3}  {_size(used):>12}  {command}"))
     lines.append(rule)
     return "\n".join(lines)
 
