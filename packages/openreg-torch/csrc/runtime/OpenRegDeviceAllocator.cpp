@@ -276,7 +276,6 @@ class DeviceCache {
   }
 
  public:
-
   void recordStream(void* ptr, Stream stream) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = active_.find(ptr);
