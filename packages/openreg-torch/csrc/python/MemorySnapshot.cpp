@@ -59,8 +59,8 @@ const char* actionName(Action action) {
     case Action::SEGMENT_UNMAP: return "segment_unmap";
     case Action::SNAPSHOT: return "snapshot";
     case Action::OOM: return "oom";
+    default: return "unknown";  // actions of later releases (2.14's "annotate")
   }
-  return "unknown";
 }
 
 // Symbolizes every recorded stack in one batch (frames shared between stacks are
