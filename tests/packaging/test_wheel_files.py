@@ -122,7 +122,9 @@ def test_sibling_ranges_admit_the_siblings_and_match_the_build_requirements():
 
 def test_entry_points_are_the_declared_ones(wheel):
     name, opened = wheel
-    declared = pyproject(name)["project"].get("entry-points", {})
+    declared = dict(pyproject(name)["project"].get("entry-points", {}))
+    if "scripts" in pyproject(name)["project"]:  # console scripts (openreg-smi)
+        declared["console_scripts"] = pyproject(name)["project"]["scripts"]
     parser = configparser.ConfigParser(delimiters=("=",))
     parser.optionxform = str
     try:

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "Errors.h"
+#include "ProcessUsage.h"
 
 namespace openreg {
 
@@ -60,6 +61,7 @@ orError_t DeviceAllocator::allocate(size_t size, void** ptr) {
   fresh.serial = nextSerial_++;
   if (taken < block.size) insertFree(offset + taken, block.size - taken, block.dirty);
   used_ += taken;
+  publishDeviceUsage(device_, used_);
   *ptr = reinterpret_cast<void*>(arena_.viewBase() + offset);
   return orSuccess;
 }
@@ -96,6 +98,7 @@ void DeviceAllocator::freeBlockLocked(BlockMap::iterator it) {
   size_t offset = it->first;
   size_t size = it->second.size;
   used_ -= size;
+  publishDeviceUsage(device_, used_);
   blocks_.erase(it);
   size_t start = offset;
   size_t end = offset + size;

@@ -1,4 +1,6 @@
 // Device management.
+#include <vector>
+
 #include "Check.h"
 
 namespace openreg::python {
@@ -53,6 +55,28 @@ void bindDevice(py::module_& m) {
     int v = 0;
     check(orRuntimeGetVersion(&v));
     return v;
+  });
+  m.def("_get_process_usage", [] {
+    // The list may grow between the calls: ask again until it fits.
+    std::vector<orProcessUsage> entries(16);
+    int count = 0;
+    for (;;) {
+      check(orGetProcessUsage(entries.data(), int(entries.size()), &count));
+      if (count <= int(entries.size())) break;
+      entries.resize(size_t(count) * 2);
+    }
+    py::list result;
+    for (int i = 0; i < count; ++i) {
+      const orProcessUsage& e = entries[i];
+      py::list used;
+      for (int d = 0; d < e.deviceCount; ++d) used.append(e.usedBytes[d]);
+      py::dict entry;
+      entry["pid"] = e.pid;
+      entry["device_memory"] = e.deviceMemory;
+      entry["used_bytes"] = used;
+      result.append(entry);
+    }
+    return result;
   });
   m.def("_install_fault_handler", [] { check(orInstallFaultHandler()); });
 }

@@ -11,7 +11,9 @@ __all__ = [
     "device_count",
     "get_device_properties",
     "install_fault_handler",
+    "ProcessUsage",
     "mem_get_info",
+    "process_usage",
     "runtime_version",
     "set_device",
     "stream_priority_range",
@@ -77,6 +79,21 @@ def get_device_properties(device: "int | None" = None) -> DeviceProperties:
 def mem_get_info() -> "tuple[int, int]":
     """(free, total) bytes of the current device."""
     return _C._mem_get_info()
+
+
+@dataclass(frozen=True)
+class ProcessUsage:
+    pid: int
+    device_memory: int  # each device's capacity in that process (OPENREG_DEVICE_MEMORY)
+    used_bytes: "list[int]"  # device memory the process holds, per device
+
+
+def process_usage() -> "list[ProcessUsage]":
+    """The live processes that have allocated openreg device memory on this machine
+    and what each holds per device (``orGetProcessUsage``; what ``openreg-smi`` shows).
+    Entries of processes that died are removed. Does not initialise the runtime."""
+    return sorted((ProcessUsage(**entry) for entry in _C._get_process_usage()),
+                  key=lambda entry: entry.pid)
 
 
 def stream_priority_range() -> "tuple[int, int]":

@@ -8,6 +8,7 @@
 #include "python/DeviceWorkLog.h"
 #include "python/Distributed.h"
 #include "python/Ipc.h"
+#include "python/MemorySnapshot.h"
 #include "python/Stream.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
@@ -111,5 +112,6 @@ PYBIND11_MODULE(_C, m) {
   openreg_torch::init_device_work_log_bindings(m);
   openreg_torch::init_distributed_bindings(m);
   openreg_torch::init_ipc_bindings(m);
+  openreg_torch::init_memory_snapshot_bindings(m);
 }
 // DOC END: module-methods

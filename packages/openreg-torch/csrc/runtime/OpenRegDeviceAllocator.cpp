@@ -5,9 +5,16 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -20,7 +27,11 @@
 namespace c10::openreg {
 namespace {
 
+using CachingDeviceAllocator::CreateContextFn;
 using CachingDeviceAllocator::DeviceStats;
+using CachingDeviceAllocator::RecordContext;
+using CachingDeviceAllocator::SegmentInfo;
+using Action = CachingDeviceAllocator::TraceEntry::Action;
 using c10::CachingAllocator::StatType;
 using c10::CachingAllocator::format_size;
 
@@ -39,6 +50,7 @@ struct Block {
   orStream_t handle;     // stream.stream(), looked up once
   std::unordered_set<OpenRegStream> stream_uses;  // other streams that used it (record_stream)
   std::vector<OpenRegEvent> pending_events;       // recorded on those streams at free time
+  std::shared_ptr<GatheredContext> context;       // where it was allocated, when recorded
 };
 
 struct PoolKey {
@@ -85,12 +97,122 @@ void decrease(c10::CachingAllocator::StatArray& stats, size_t size, size_t amoun
   stats[static_cast<size_t>(poolOf(size))].decrease(amount);
 }
 
+// DOC START: history-settings
+// What _record_memory_history asked for, read on every allocation and free: while
+// nothing is recorded that is one relaxed load. Stacks are captured before a cache's
+// lock is taken: capturing Python frames may need the GIL, which a thread waiting for
+// the lock could hold.
+std::atomic<bool> recording{false};
+std::atomic<CreateContextFn> gather_context{nullptr};
+std::atomic<RecordContext> record_context{RecordContext::NEVER};
+
+std::shared_ptr<GatheredContext> maybeGatherContext(RecordContext level) {
+  if (C10_LIKELY(!recording.load(std::memory_order_relaxed))) {
+    return nullptr;
+  }
+  const CreateContextFn gather = gather_context.load();
+  if (gather == nullptr || record_context.load() < level) {
+    return nullptr;
+  }
+  return gather();
+}
+// DOC END: history-settings
+
+// As Python prints a float (the shortest text that reads back the same value).
+std::string shortest(double value) {
+  std::array<char, 32> text{};
+  const auto result = std::to_chars(text.data(), text.data() + text.size(), value);
+  return std::string(text.data(), result.ptr);
+}
+
+int64_t nowMicroseconds() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What allocate and free tell the profiler (profile_memory=True), taken under the lock
+// and reported after it: the profiler's own locks are never taken inside ours.
+struct MemoryReport {
+  void* ptr = nullptr;
+  int64_t size = 0;
+  size_t allocated = 0;
+  size_t reserved = 0;
+};
+
 // The cache of one device. Every member is guarded by `mutex`.
 class DeviceCache {
  public:
   explicit DeviceCache(DeviceIndex device) : device_(device) {}
 
   void* allocate(size_t nbytes, const OpenRegStream& stream) {
+    std::shared_ptr<GatheredContext> context = maybeGatherContext(RecordContext::STATE);
+    MemoryReport report;
+    void* ptr = allocateLocked(nbytes, stream, std::move(context), report);
+    reportToProfiler(report);
+    return ptr;
+  }
+
+  void free(void* ptr) {
+    std::shared_ptr<GatheredContext> context = maybeGatherContext(RecordContext::ALL);
+    MemoryReport report;
+    freeLocked(ptr, std::move(context), report);
+    reportToProfiler(report);
+  }
+
+  void setMemoryFraction(double fraction) {
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+    {
+      const DeviceGuard guard(Device(kPrivateUse1, device_));
+      OPENREG_CHECK(orMemGetInfo(&free_bytes, &total_bytes));
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    fraction_ = fraction;
+    allowed_bytes_ = static_cast<size_t>(std::floor(fraction * static_cast<double>(total_bytes)));
+  }
+
+  double memoryFraction() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return fraction_;
+  }
+
+  void recordHistory(bool record_trace, size_t max_entries, bool clear_history) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    record_trace_ = record_trace;
+    max_entries_ = std::max<size_t>(max_entries, 1);
+    if (clear_history || !record_trace) {
+      trace_.clear();
+      trace_next_ = 0;
+    }
+    if (trace_.size() > max_entries_) {  // keep the newest
+      std::rotate(trace_.begin(), trace_.begin() + trace_next_, trace_.end());
+      trace_.erase(trace_.begin(), trace_.end() - max_entries_);
+      trace_next_ = 0;
+    }
+  }
+
+  // Every block as a segment of its own, ascending by address, and the history.
+  void snapshot(std::vector<SegmentInfo>& segments, std::vector<TraceEvent>& trace) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [ptr, block] : active_) {
+      segments.push_back(segmentOf(*block, /*allocated=*/true, /*active=*/true));
+    }
+    for (Block* block : pending_) {
+      segments.push_back(segmentOf(*block, /*allocated=*/false, /*active=*/true));
+    }
+    for (const auto& [key, blocks] : cached_) {
+      for (Block* block : blocks) {
+        segments.push_back(segmentOf(*block, /*allocated=*/false, /*active=*/false));
+      }
+    }
+    trace.insert(trace.end(), trace_.begin() + trace_next_, trace_.end());
+    trace.insert(trace.end(), trace_.begin(), trace_.begin() + trace_next_);
+  }
+
+ private:
+  void* allocateLocked(size_t nbytes, const OpenRegStream& stream,
+                       std::shared_ptr<GatheredContext> context, MemoryReport& report) {
     std::unique_lock<std::mutex> lock(mutex_);
     if (nbytes > kMaxAllocation) {  // e.g. a negative size seen as size_t: no rounding
       stats_.num_ooms += 1;
@@ -109,10 +231,16 @@ class DeviceCache {
     increase(stats_.allocated_bytes, size, size);
     increase(stats_.active_bytes, size, size);
     increase(stats_.requested_bytes, size, nbytes);
+    if (C10_UNLIKELY(context != nullptr || record_trace_)) {
+      const bool keep = record_context.load() >= RecordContext::ALLOC;
+      recordTrace(Action::ALLOC, block->ptr, nbytes, block->handle, keep ? context : nullptr);
+      block->context = std::move(context);
+    }
+    fillReport(report, block->ptr, static_cast<int64_t>(size));
     return block->ptr;
   }
 
-  void free(void* ptr) {
+  void freeLocked(void* ptr, std::shared_ptr<GatheredContext> context, MemoryReport& report) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = active_.find(ptr);
     TORCH_INTERNAL_ASSERT(it != active_.end(), "openreg: freeing unknown pointer ", ptr);
@@ -121,6 +249,8 @@ class DeviceCache {
     decrease(stats_.allocation, block->size, 1);
     decrease(stats_.allocated_bytes, block->size, block->size);
     decrease(stats_.requested_bytes, block->size, block->requested);
+    fillReport(report, block->ptr, -static_cast<int64_t>(block->size));
+    recordTrace(Action::FREE_REQUESTED, block->ptr, block->requested, block->handle, context);
     // DOC START: deferred-free
     // Reuse on the block's own stream is safe only if it is ordered after every use.
     // Work still queued on that stream, or a kernel of another thread already running
@@ -138,13 +268,14 @@ class DeviceCache {
     }
     block->stream_uses.clear();
     if (block->pending_events.empty()) {
-      release(block);
+      release(block, context);
     } else {
       pending_.push_back(block);
     }
     // DOC END: deferred-free
   }
 
+ public:
   void recordStream(void* ptr, Stream stream) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = active_.find(ptr);
@@ -207,6 +338,18 @@ class DeviceCache {
 
   Block* allocateFresh(size_t nbytes, size_t size, const OpenRegStream& stream,
                        std::unique_lock<std::mutex>& lock) {
+    // DOC START: fraction-check
+    // Past the per-process limit: give the cache back first, as for a device that is
+    // full, and raise if that does not make room.
+    if (C10_UNLIKELY(reservedBytes() + size > allowed_bytes_)) {
+      stats_.num_alloc_retries += 1;
+      releaseCached(lock);
+      if (reservedBytes() + size > allowed_bytes_) {
+        stats_.num_ooms += 1;
+        throwOutOfMemory(nbytes);
+      }
+    }
+    // DOC END: fraction-check
     void* ptr = nullptr;
     orError_t error = deviceMalloc(&ptr, size);
     if (error == orErrorMemoryAllocation) {
@@ -224,7 +367,13 @@ class DeviceCache {
     stats_.num_device_alloc += 1;
     increase(stats_.segment, size, 1);
     increase(stats_.reserved_bytes, size, size);
-    return new Block(ptr, size, stream);
+    auto* block = new Block(ptr, size, stream);
+    recordTrace(Action::SEGMENT_ALLOC, ptr, size, block->handle, nullptr);
+    return block;
+  }
+
+  size_t reservedBytes() const {
+    return stats_.reserved_bytes[static_cast<size_t>(StatType::AGGREGATE)].current;
   }
 
   orError_t deviceMalloc(void** ptr, size_t size) {
@@ -244,6 +393,14 @@ class DeviceCache {
       OPENREG_CHECK(orMemGetInfo(&free_bytes, &total_bytes));
     }
     const auto aggregate = static_cast<size_t>(StatType::AGGREGATE);
+    recordTrace(Action::OOM, reinterpret_cast<void*>(free_bytes), nbytes, nullptr, nullptr);
+    std::string limit;
+    if (allowed_bytes_ != std::numeric_limits<size_t>::max()) {
+      limit = c10::str(" This process has a memory allocation limit of ",
+                       format_size(allowed_bytes_), " on this device: ",
+                       "set_per_process_memory_fraction(", shortest(fraction_), ") of ",
+                       format_size(total_bytes), ".");
+    }
     TORCH_CHECK_WITH(OutOfMemoryError, false,
         "openreg out of memory. Tried to allocate ", format_size(nbytes), " on device ",
         static_cast<int>(device_), " (openreg:", static_cast<int>(device_),
@@ -251,7 +408,7 @@ class DeviceCache {
         format_size(free_bytes), " is free. ",
         format_size(stats_.allocated_bytes[aggregate].current), " is allocated by PyTorch and ",
         format_size(stats_.reserved_bytes[aggregate].current),
-        " is reserved by PyTorch. The capacity is set by OPENREG_DEVICE_MEMORY.");
+        " is reserved by PyTorch.", limit, " The capacity is set by OPENREG_DEVICE_MEMORY.");
   }
 
   static OpenRegEvent recordEvent(const OpenRegStream& stream) {
@@ -260,11 +417,70 @@ class DeviceCache {
     return event;
   }
 
-  void release(Block* block) {
+  void release(Block* block, const std::shared_ptr<GatheredContext>& context = nullptr) {
     decrease(stats_.active, block->size, 1);
     decrease(stats_.active_bytes, block->size, block->size);
+    recordTrace(Action::FREE_COMPLETED, block->ptr, block->requested, block->handle, context);
+    block->context = nullptr;  // a cached block was allocated by no one
     cached_[PoolKey{block->handle, block->size}].push_back(block);
   }
+
+  // DOC START: record-trace
+  // The history is a ring buffer of at most max_entries_ events (CUDA's alloc_trace).
+  void recordTrace(Action action, void* address, size_t size, orStream_t stream,
+                   std::shared_ptr<GatheredContext> context) {
+    if (C10_LIKELY(!record_trace_)) {
+      return;
+    }
+    TraceEvent event{action, reinterpret_cast<size_t>(address), size, stream,
+                     nowMicroseconds(), std::move(context)};
+    if (trace_.size() < max_entries_) {
+      trace_.push_back(std::move(event));
+    } else {
+      trace_[trace_next_] = std::move(event);
+      trace_next_ = (trace_next_ + 1) % max_entries_;
+    }
+  }
+  // DOC END: record-trace
+
+  SegmentInfo segmentOf(const Block& block, bool allocated, bool active) const {
+    SegmentInfo segment;
+    segment.device = device_;
+    segment.address = reinterpret_cast<size_t>(block.ptr);
+    segment.total_size = block.size;
+    segment.requested_size = allocated ? block.requested : 0;
+    segment.allocated_size = allocated ? block.size : 0;
+    segment.active_size = active ? block.size : 0;
+    segment.stream = block.handle;
+    segment.is_large = block.size > kSmallSize;
+    segment.context_when_allocated = block.context;
+    CachingDeviceAllocator::BlockInfo info;
+    info.size = block.size;
+    info.requested_size = segment.requested_size;
+    info.allocated = allocated;
+    info.active = active;
+    info.context_when_allocated = block.context;
+    segment.blocks.push_back(std::move(info));
+    return segment;
+  }
+
+  void fillReport(MemoryReport& report, void* ptr, int64_t size) const {
+    report.ptr = ptr;
+    report.size = size;
+    report.allocated = stats_.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].current;
+    report.reserved = reservedBytes();
+  }
+
+  // DOC START: profiler-report
+  // torch.profiler(profile_memory=True) installs a thread-local reporter: the free
+  // appears as a negative size, attributed (like the allocation) to the running operator.
+  void reportToProfiler(const MemoryReport& report) const {
+    if (C10_UNLIKELY(report.ptr != nullptr && c10::memoryProfilingEnabled())) {
+      c10::reportMemoryUsageToProfiler(report.ptr, report.size, report.allocated,
+                                       report.reserved, Device(kPrivateUse1, device_));
+    }
+  }
+  // DOC END: profiler-report
 
   // Deferred frees whose events have all completed go back to the cache.
   void processPendingFrees() {
@@ -294,6 +510,7 @@ class DeviceCache {
       for (Block* block : blocks) {
         decrease(stats_.segment, block->size, 1);
         decrease(stats_.reserved_bytes, block->size, block->size);
+        recordTrace(Action::SEGMENT_FREE, block->ptr, block->size, block->handle, nullptr);
         released.push_back(block);
       }
     }
@@ -325,6 +542,12 @@ class DeviceCache {
   ska::flat_hash_map<PoolKey, std::vector<Block*>, PoolKeyHash> cached_;
   std::vector<Block*> pending_;
   DeviceStats stats_;
+  double fraction_ = 1.0;
+  size_t allowed_bytes_ = std::numeric_limits<size_t>::max();  // no limit
+  bool record_trace_ = false;
+  size_t max_entries_ = 1;
+  std::vector<TraceEvent> trace_;
+  size_t trace_next_ = 0;  // the oldest event once trace_ is full
 };
 
 std::array<std::unique_ptr<DeviceCache>, OR_MAX_DEVICES> caches;
@@ -414,6 +637,45 @@ std::pair<size_t, size_t> OpenRegDeviceAllocator::getMemoryInfo(DeviceIndex devi
 
 OpenRegDeviceAllocator& getDeviceAllocator() {
   return allocator;
+}
+
+void setMemoryFraction(double fraction, DeviceIndex device) {
+  TORCH_CHECK(fraction >= 0 && fraction <= 1, "openreg: invalid memory fraction ", fraction,
+              "; it must be in [0, 1]");
+  cacheOf(device).setMemoryFraction(fraction);
+}
+
+double getMemoryFraction(DeviceIndex device) {
+  return cacheOf(device).memoryFraction();
+}
+
+void recordHistory(bool record_state, bool record_trace, CreateContextFn gather,
+                   RecordContext when, size_t max_entries, bool clear_history) {
+  if (!record_state) {
+    record_trace = false;
+    gather = nullptr;
+    when = RecordContext::NEVER;
+  }
+  recording.store(false);
+  gather_context.store(gather);
+  record_context.store(when);
+  for (DeviceIndex device = 0; device < device_count(); ++device) {
+    cacheOf(device).recordHistory(record_trace, max_entries, clear_history);
+  }
+  recording.store(record_state);
+}
+
+MemorySnapshot snapshot() {
+  MemorySnapshot result;
+  result.device_traces.resize(device_count());
+  for (DeviceIndex device = 0; device < device_count(); ++device) {
+    cacheOf(device).snapshot(result.segments, result.device_traces[device]);
+  }
+  std::sort(result.segments.begin(), result.segments.end(),
+            [](const SegmentInfo& a, const SegmentInfo& b) {
+              return std::tie(a.device, a.address) < std::tie(b.device, b.address);
+            });
+  return result;
 }
 
 REGISTER_ALLOCATOR(kPrivateUse1, &allocator);

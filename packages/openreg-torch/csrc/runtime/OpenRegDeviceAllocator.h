@@ -4,13 +4,34 @@
 // device, blocks reused by size class and stream, frees that respect record_stream,
 // statistics, and an out-of-memory path that empties the cache and retries before
 // raising torch.OutOfMemoryError. Deriving from c10::DeviceAllocator is what makes
-// torch.accelerator.memory.* work for openreg.
+// torch.accelerator.memory.* work for openreg. Also the memory debugging of
+// torch.openreg.memory: a per-process limit, allocation history with stack traces and
+// snapshots of the cache, and reports to the profiler (profile_memory=True).
 
 #include <c10/core/CachingDeviceAllocator.h>
+
+#include <vector>
 
 #include "runtime/OpenRegMacros.h"
 
 namespace c10::openreg {
+
+// One event of the allocation history (CUDA's TraceEntry, with a wall-clock time).
+struct TraceEvent {
+  CachingDeviceAllocator::TraceEntry::Action action;
+  size_t address = 0;  // for OOM: the bytes the device had free
+  size_t size = 0;     // requested bytes for alloc/free, reserved bytes for segments
+  void* stream = nullptr;
+  int64_t time_us = 0;  // microseconds since the epoch
+  std::shared_ptr<GatheredContext> context;  // the stack, when recorded
+};
+
+// The cache's state: every segment (in openreg one block each: no splitting) and the
+// history recorded per device, oldest first.
+struct MemorySnapshot {
+  std::vector<CachingDeviceAllocator::SegmentInfo> segments;
+  std::vector<std::vector<TraceEvent>> device_traces;
+};
 
 // DOC START: device-allocator
 class OPENREG_TORCH_API OpenRegDeviceAllocator final : public c10::DeviceAllocator {
@@ -30,5 +51,22 @@ class OPENREG_TORCH_API OpenRegDeviceAllocator final : public c10::DeviceAllocat
 // DOC END: device-allocator
 
 OPENREG_TORCH_API OpenRegDeviceAllocator& getDeviceAllocator();
+
+// DOC START: memory-debugging
+// Allocations on `device` that would take the memory this process holds there past
+// fraction * capacity raise OutOfMemoryError (torch.cuda.set_per_process_memory_fraction).
+OPENREG_TORCH_API void setMemoryFraction(double fraction, DeviceIndex device);
+OPENREG_TORCH_API double getMemoryFraction(DeviceIndex device);
+
+// Starts, changes or (record_state == false) stops recording. `gather` captures the
+// calling thread's stack; `when` says which events keep one (CUDA's RecordContext);
+// `record_trace` keeps the history of events, at most `max_entries` (a ring buffer).
+OPENREG_TORCH_API void recordHistory(bool record_state, bool record_trace,
+                                     CachingDeviceAllocator::CreateContextFn gather,
+                                     CachingDeviceAllocator::RecordContext when,
+                                     size_t max_entries, bool clear_history);
+
+OPENREG_TORCH_API MemorySnapshot snapshot();
+// DOC END: memory-debugging
 
 } // namespace c10::openreg

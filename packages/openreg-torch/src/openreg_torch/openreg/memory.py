@@ -1,9 +1,17 @@
-"""Device memory statistics and cache control, mirroring torch.cuda.memory.
+"""Device memory statistics, cache control and memory debugging, mirroring
+torch.cuda.memory.
 
-The caching allocator derives from c10::DeviceAllocator, so these are thin wrappers
-over torch.accelerator.memory with openreg's device-index handling.
+The caching allocator derives from c10::DeviceAllocator, so the statistics are thin
+wrappers over torch.accelerator.memory with openreg's device-index handling. The
+debugging tools (snapshots, the allocation history, the per-process limit) are the
+allocator's own, with torch.cuda's names and formats: a dump from _dump_snapshot opens
+in torch.cuda._memory_viz and the memory visualiser.
 """
 
+import math
+import numbers
+import pickle
+import sys
 from collections import OrderedDict
 from typing import Any
 
@@ -27,6 +35,13 @@ __all__ = [
     "host_memory_stats_as_nested_dict",
     "reset_peak_host_memory_stats",
     "reset_accumulated_host_memory_stats",
+    "memory_stats_as_nested_dict",
+    "memory_snapshot",
+    "memory_summary",
+    "set_per_process_memory_fraction",
+    "get_per_process_memory_fraction",
+    "MemPool",
+    "use_mem_pool",
 ]
 
 
@@ -109,3 +124,184 @@ def reset_peak_host_memory_stats() -> None:
 def reset_accumulated_host_memory_stats() -> None:
     """Reset the "allocated" and "freed" values of host_memory_stats()."""
     _C._reset_accumulated_host_memory_stats()
+
+
+def memory_stats_as_nested_dict(device=None) -> dict[str, Any]:
+    """memory_stats() as a nested dictionary ("allocated_bytes" -> "all" -> "current")."""
+    result: dict[str, Any] = {}
+    for key, value in memory_stats(device).items():
+        *path, leaf = key.split(".")
+        node = result
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return result
+
+
+# DOC START: memory-fraction
+def set_per_process_memory_fraction(fraction: float, device=None) -> None:
+    """Limit the device memory this process may hold on `device` (allocated plus cached)
+    to `fraction` of its capacity. An allocation that would exceed it first returns the
+    cache to the device, then raises torch.OutOfMemoryError naming the limit."""
+    if not isinstance(fraction, numbers.Real) or isinstance(fraction, bool):
+        raise TypeError(f"fraction must be a float in [0, 1], got {type(fraction).__name__}")
+    if math.isnan(fraction) or not 0 <= fraction <= 1:
+        raise ValueError(f"Invalid memory fraction {fraction}: it must be in [0, 1]")
+    index = _device_index(device)
+    _C._set_memory_fraction(float(fraction), index)
+
+
+def get_per_process_memory_fraction(device=None) -> float:
+    """The fraction set by set_per_process_memory_fraction (1.0: the whole device)."""
+    index = _device_index(device)
+    return _C._get_memory_fraction(index)
+# DOC END: memory-fraction
+
+
+def memory_snapshot(mempool_id=None, include_traces: bool = True) -> list[dict[str, Any]]:
+    """The segments of every device's cache, as torch.cuda.memory_snapshot returns
+    them. openreg's cache never splits a device allocation, so each segment holds one
+    block: "active_allocated" (in use), "active_pending_free" (freed, waiting for a
+    stream that used it) or "inactive" (cached)."""
+    if mempool_id is not None:
+        raise ValueError("openreg has no memory pools other than the default one: "
+                         "mempool_id must be None")
+    _lazy_init()
+    return _C._memory_snapshot()["segments"]
+
+
+def _snapshot(device=None, augment_with_fx_traces: bool = False) -> dict[str, Any]:
+    """The allocator's state and recorded history, in torch.cuda.memory._snapshot()'s
+    format: {"segments": [...], "device_traces": [[event, ...] per device]}. Stack
+    frames are present only while _record_memory_history records them. Like
+    torch.cuda's, it covers every device."""
+    if device is not None:
+        _device_index(device)  # a bad device is still an error
+    _lazy_init()
+    snapshot = _C._memory_snapshot()
+    if augment_with_fx_traces:
+        from torch._utils import _augment_memory_snapshot_stack_traces
+
+        snapshot = _augment_memory_snapshot_stack_traces(snapshot)
+    return snapshot
+
+
+def _dump_snapshot(filename: str = "dump_snapshot.pickle",
+                   augment_with_fx_traces: bool = False) -> None:
+    """Pickle _snapshot() to `filename`: what torch.cuda._memory_viz and
+    pytorch.org/memory_viz read."""
+    snapshot = _snapshot(augment_with_fx_traces=augment_with_fx_traces)
+    with open(filename, "wb") as file:
+        pickle.dump(snapshot, file)
+
+
+_RECORD_CONTEXTS = {None: 0, "state": 1, "alloc": 2, "all": 3}  # c10's RecordContext
+
+
+# DOC START: record-memory-history
+def _record_memory_history(enabled: str | None = "all", context: str | None = "all",
+                           stacks: str = "all", max_entries: int = sys.maxsize,
+                           device=None, clear_history: bool = False) -> None:
+    """Record where device memory is allocated, as torch.cuda.memory's does.
+
+    enabled: None stops recording; "state" keeps the stack of each live allocation;
+        "all" also keeps a history of alloc/free/segment events (at most `max_entries`,
+        the newest). True and False mean "all" and None.
+    context: which events keep a stack: None, "state" (live allocations), "alloc"
+        (also alloc events), "all" (also frees).
+    stacks: "python" (Python and TorchScript frames) or "all" (also C++ frames).
+    Recording covers every device, as torch.cuda's does; `device` is only checked.
+    """
+    if isinstance(enabled, bool):
+        enabled = "all" if enabled else None
+    if enabled not in (None, "state", "all"):
+        raise ValueError(f"enabled must be None, 'state' or 'all', got {enabled!r}")
+    if context not in _RECORD_CONTEXTS:
+        raise ValueError(f"context must be None, 'state', 'alloc' or 'all', got {context!r}")
+    if stacks not in ("python", "all"):
+        raise ValueError(f"stacks must be 'python' or 'all', got {stacks!r}")
+    if not isinstance(max_entries, int) or isinstance(max_entries, bool) or max_entries < 1:
+        raise ValueError(f"max_entries must be a positive int, got {max_entries!r}")
+    if device is not None:
+        _device_index(device)
+    _lazy_init()
+    _C._record_memory_history(enabled is not None, enabled == "all",
+                              _RECORD_CONTEXTS[context], stacks == "all",
+                              min(max_entries, sys.maxsize), clear_history)
+# DOC END: record-memory-history
+
+
+def _format_bytes(count: int) -> str:
+    for unit in ("B  ", "KiB", "MiB", "GiB"):
+        if abs(count) < 10240 or unit == "GiB":
+            return f"{count:>6d} {unit}"
+        count //= 1024
+    raise AssertionError("unreachable")
+
+
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    """A readable table of memory_stats(device), laid out as torch.cuda's: current, peak,
+    total allocated and total freed, for all blocks and the large/small pools."""
+    index = _device_index(device)
+    stats = memory_stats(index)
+    free, total = mem_get_info(index)
+    fraction = get_per_process_memory_fraction(index)
+    rows = [
+        ("allocated_bytes", "Allocated memory", _format_bytes),
+        ("active_bytes", "Active memory", _format_bytes),
+        ("requested_bytes", "Requested memory", _format_bytes),
+        ("reserved_bytes", "Reserved memory", _format_bytes),
+        ("allocation", "Allocations", lambda n: f"{n:>10d}"),
+        ("active", "Active allocs", lambda n: f"{n:>10d}"),
+        ("segment", "Device segments", lambda n: f"{n:>10d}"),
+    ]
+    pools = [("all", "")] if abbreviated else [
+        ("all", ""), ("large_pool", "  from large pool"), ("small_pool", "  from small pool")]
+    lines = [
+        "=",
+        f" PyTorch openreg memory summary, device openreg:{index}",
+        f" capacity {_format_bytes(total).strip()}, free {_format_bytes(free).strip()}, "
+        f"per-process fraction {fraction:g}",
+        "-",
+        f" OOMs: {stats.get('num_ooms', 0)} | device alloc retries: "
+        f"{stats.get('num_alloc_retries', 0)} | device allocs/frees: "
+        f"{stats.get('num_device_alloc', 0)}/{stats.get('num_device_free', 0)}",
+        "=",
+        f" {'Metric':<21} | {'Cur Usage':>10} | {'Peak Usage':>10} | "
+        f"{'Tot Alloc':>10} | {'Tot Freed':>10} ",
+    ]
+    for key, name, fmt in rows:
+        lines.append("-")
+        for pool, suffix in pools:
+            label = suffix or name
+            values = [stats.get(f"{key}.{pool}.{field}", 0)
+                      for field in ("current", "peak", "allocated", "freed")]
+            lines.append(f" {label:<21} | " + " | ".join(f"{fmt(v):>10}" for v in values) + " ")
+    lines.append("=")
+    width = max(len(line) for line in lines)
+    # One-character lines are rules across the table.
+    lines = [line * width if len(line) == 1 else line.ljust(width) for line in lines]
+    return "\n".join(f"|{line}|" for line in lines) + "\n"
+
+
+# DOC START: mem-pool
+_NO_MEM_POOL = (
+    "openreg has no MemPool: in torch 2.13 and 2.14 a memory pool is torch.cuda.MemPool "
+    "(torch._C._MemPool, built only into CUDA builds of PyTorch, and a CUDACachingAllocator "
+    "pool) or torch.xpu.MemPool; there is no device-generic MemPool that a PrivateUse1 "
+    "allocator can plug into (torch.accelerator has none), so allocations cannot be "
+    "routed to a pool of openreg's allocator through PyTorch's API."
+)
+
+
+class MemPool:
+    """Not available for openreg (see the error for why)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(_NO_MEM_POOL)
+
+
+def use_mem_pool(pool: Any, device=None):
+    """Not available for openreg (see the error for why)."""
+    raise NotImplementedError(_NO_MEM_POOL)
+# DOC END: mem-pool

@@ -25,6 +25,9 @@
  *                          "1073741824" (default 8GiB)
  *   OPENREG_FAULT_FD       optional extra file descriptor that receives the
  *                          device-memory fault diagnostic (stderr always does)
+ *   OPENREG_USAGE_DIR      where processes publish their device memory for
+ *                          orGetProcessUsage / openreg-smi (default
+ *                          /dev/shm/openreg-usage-<uid>)
  *
  * All calls are thread-safe. Every call returns orSuccess or a specific error
  * code; the thread's last error (and a detailed message naming the bad value
@@ -376,6 +379,21 @@ OR_API orError_t orIpcGetMemRefCount(const void* devPtr, int* openCount,
 OR_API orError_t orIpcDiscardMemHandle(const orIpcMemHandle_t* handle);
 
 /* ---------------------------------------------------------- diagnostics */
+
+/* The device memory one process holds (NVML's process list, nvidia-smi). */
+typedef struct orProcessUsage {
+  int pid;
+  int deviceCount;                   /* the process's OPENREG_DEVICE_COUNT */
+  size_t deviceMemory;               /* and OPENREG_DEVICE_MEMORY (capacity) */
+  size_t usedBytes[OR_MAX_DEVICES];  /* allocated from each device (orMalloc) */
+} orProcessUsage;
+/* No CUDA twin (nvmlDeviceGetComputeRunningProcesses). Every process that has
+ * allocated device memory publishes, in a small file under OPENREG_USAGE_DIR,
+ * what it holds; it is updated by orMalloc/orFree and removed at exit. Fills up
+ * to `capacity` entries and sets *count to the number of live processes found
+ * (call again with more room if it is larger). Files left by processes that
+ * died are removed. Needs no initialised runtime. */
+OR_API orError_t orGetProcessUsage(orProcessUsage* entries, int capacity, int* count);
 
 /* (Re-)install the SIGSEGV/SIGBUS handler that diagnoses host accesses to
  * device memory. The runtime installs it when it initialises; call this again
