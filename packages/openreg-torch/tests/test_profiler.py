@@ -57,7 +57,9 @@ C._start_device_work_log()
 C._stop_device_work_log()
 
 device_events = [e for e in prof.events() if e.device_type == DeviceType.PrivateUse1]
-cpu_ops = {e.id: e for e in prof.events() if e.device_type == DeviceType.CPU}
+# CPU operators (runtime events share their operator's id but link to it).
+cpu_ops = {e.id: e for e in prof.events()
+           if e.device_type == DeviceType.CPU and e.linked_correlation_id == 0}
 trace = os.path.join(tempfile.mkdtemp(), "trace.json")
 prof.export_chrome_trace(trace)
 with open(trace) as f:
@@ -69,6 +71,8 @@ print(json.dumps({
                 "cpu_op": getattr(cpu_ops.get(e.linked_correlation_id), "name", None)}
                for e in device_events],
     "kernels_of_cpu_ops": sorted({(e.name, k.name) for e in prof.events() for k in e.kernels}),
+    "runtime": sorted({(e.name, getattr(e.cpu_parent, "name", "")) for e in prof.events()
+                       if e.name in ("orLaunchKernel", "orMemcpyAsync", "orEventRecord")}),
     "averages": {k: [a.device_time_total, a.self_device_time_total]
                  for k, a in averages.items()},
     "chrome": [{k: e.get(k) for k in ("ph", "cat", "name", "pid", "tid", "dur", "args")}
@@ -87,7 +91,8 @@ rows = {a.key: a for a in legacy.key_averages()}
 print(json.dumps({
     "legacy": {k: [a.cpu_time_total, a.device_time_total] for k, a in rows.items()},
     "table": legacy.key_averages().table(),
-    "cpu_only_device_events": sum(1 for e in cpu_only.events() if e.device_type.name != "CPU"),
+    "cpu_only_device_events": sum(1 for e in cpu_only.events()
+                                  if e.device_type.name != "CPU" or e.name.startswith("or")),
 }))
 
 # The example: a schedule, record_function and tensorboard_trace_handler.
@@ -148,6 +153,14 @@ def test_device_events_are_correlated_with_the_operator_that_launched_them(kinet
             # The innermost operator: the copy kernel under aten::to / aten::copy_.
             assert event["cpu_op"] == "aten::_copy_from", event
     assert ["aten::addmm", "aten::addmm"] in report["kernels_of_cpu_ops"]
+    # The host side of each launch: a runtime event under the operator that issued it.
+    runtime = report["runtime"]
+    assert ["orLaunchKernel", "aten::addmm"] in runtime and ["orEventRecord", ""] in runtime
+    assert ["orMemcpyAsync", "aten::_copy_from"] in runtime
+    # (The autograd engine records events between operators; kernels and copies are
+    # always issued by an operator.)
+    assert all(parent.startswith("aten::") for name, parent in runtime
+               if name != "orEventRecord"), runtime
 
 
 def test_key_averages_show_device_time(kineto_profile):
@@ -177,6 +190,10 @@ def test_chrome_trace_has_one_lane_per_openreg_stream(kineto_profile):
     assert ("M", "process_name", "openreg 0") in names
     assert ("M", "thread_name", "stream 0 (default)") in names
     assert ("M", "thread_name", f"stream {report['side_stream']}") in names
+    # Flow arrows from each runtime event (CPU process) to its device work (device 0).
+    starts = {e["pid"] for e in report["chrome"] if e["ph"] == "s" and e["cat"] == "ac2g"}
+    ends = {e["pid"] for e in report["chrome"] if e["ph"] == "f" and e["cat"] == "ac2g"}
+    assert starts and 0 not in starts and ends == {0}
 
 
 def test_legacy_profiler_times_openreg_operators_without_asserts(reports):

@@ -11,6 +11,7 @@
 #include <output_base.h>
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -42,6 +43,22 @@ ActivityType activity_type(DeviceWork::Kind kind) {
   return ActivityType::CONCURRENT_KERNEL;
 }
 // DOC END: activity-types
+
+// The runtime call that issued each kind of work, as CUDA traces show cudaLaunchKernel.
+const char* runtime_call(DeviceWork::Kind kind) {
+  switch (kind) {
+    case DeviceWork::Kind::Kernel: return "orLaunchKernel";
+    case DeviceWork::Kind::Copy: return "orMemcpyAsync";
+    case DeviceWork::Kind::Memset: return "orMemsetAsync";
+    case DeviceWork::Kind::EventRecord: return "orEventRecord";
+  }
+  return "orLaunchKernel";
+}
+
+bool is_device_type(ActivityType type) {
+  return type == ActivityType::CONCURRENT_KERNEL || type == ActivityType::GPU_MEMCPY ||
+         type == ActivityType::GPU_MEMSET || type == ActivityType::GPU_USER_ANNOTATION;
+}
 
 const char* copy_direction(orMemcpyKind kind) {
   switch (kind) {
@@ -98,21 +115,46 @@ class OpenRegActivitySession final : public libkineto::IActivityProfilerSession 
   void processTrace(libkineto::ActivityLogger& logger,
                     libkineto::getLinkedActivityCallback linked_activity, int64_t start_time,
                     int64_t end_time) override {
+    const bool runtime_selected = selected_.count(ActivityType::PRIVATEUSE1_RUNTIME) > 0;
+    uint32_t flow_id = 0;
     for (const DeviceActivity& recorded : recorded_) {
       const ActivityType type = activity_type(recorded.kind);
       if (!selected_.count(type)) {
         continue;
       }
-      buffer_->emplace_activity(buffer_->span, type, recorded.name);
-      auto& activity = *buffer_->activities.back();
+      const libkineto::ITraceActivity* linked = recorded.correlation_id != 0
+          ? linked_activity(static_cast<int32_t>(recorded.correlation_id))
+          : nullptr;
+      const auto correlation = static_cast<int32_t>(recorded.correlation_id);
+      ++flow_id;
+      // The issue on the host: a runtime activity on the issuing thread, the start of
+      // the trace's arrow to the device activity.
+      if (runtime_selected) {
+        auto& issue = add(ActivityType::PRIVATEUSE1_RUNTIME, runtime_call(recorded.kind));
+        issue.startTime = recorded.issue_start_ns;
+        issue.endTime = recorded.issue_end_ns;
+        issue.device = process_id_;
+        issue.resource = recorded.issuing_thread;
+        issue.threadId = recorded.issuing_thread;
+        issue.id = correlation;
+        issue.linked = linked;
+        issue.flow.id = flow_id;
+        issue.flow.type = libkineto::kLinkAsyncCpuGpu;
+        issue.flow.start = 1;
+        logger.handleActivity(issue);
+      }
+      auto& activity = add(type, recorded.name);
       activity.startTime = recorded.start_ns;
       activity.endTime = recorded.end_ns;
       activity.device = recorded.device;           // one trace process per device...
       activity.resource = static_cast<int32_t>(recorded.stream_id);  // ...one lane per stream
-      activity.id = static_cast<int32_t>(recorded.correlation_id);
-      activity.linked = recorded.correlation_id != 0
-          ? linked_activity(static_cast<int32_t>(recorded.correlation_id))
-          : nullptr;
+      activity.id = correlation;
+      activity.linked = linked;
+      if (runtime_selected) {
+        activity.flow.id = flow_id;
+        activity.flow.type = libkineto::kLinkAsyncCpuGpu;
+        activity.flow.start = 0;
+      }
       activity.addMetadata("device", static_cast<int>(recorded.device));
       activity.addMetadata("stream", recorded.stream_id);
       activity.addMetadata("correlation", recorded.correlation_id);
@@ -155,7 +197,13 @@ class OpenRegActivitySession final : public libkineto::IActivityProfilerSession 
   }
 
  private:
+  libkineto::GenericTraceActivity& add(ActivityType type, const std::string& name) {
+    buffer_->emplace_activity(buffer_->span, type, name);
+    return *buffer_->activities.back();
+  }
+
   const std::set<ActivityType> selected_;
+  const int32_t process_id_ = static_cast<int32_t>(libkineto::processId());
   bool recording_ = false;
   std::vector<DeviceActivity> recorded_;
   // Owns the activities handed to the logger (Kineto keeps it once the trace is done).
@@ -181,10 +229,11 @@ class OpenRegActivityProfiler final : public libkineto::IActivityProfiler {
         selected.insert(type);
       }
     }
-    // Only CPU activities asked for (no ProfilerActivity.PrivateUse1): no session, and
-    // openreg's launches stay unobserved.
-    if (selected.empty() || (selected.size() == 1 &&
-                             selected.count(ActivityType::GPU_USER_ANNOTATION))) {
+    // Only CPU activities asked for (no ProfilerActivity.PrivateUse1; PyTorch's CPU set
+    // holds PRIVATEUSE1_RUNTIME too): no session, and openreg's launches stay unobserved.
+    if (std::none_of(selected.begin(), selected.end(), [](ActivityType type) {
+          return is_device_type(type) && type != ActivityType::GPU_USER_ANNOTATION;
+        })) {
       return nullptr;
     }
     return std::make_unique<OpenRegActivitySession>(std::move(selected));
@@ -200,7 +249,7 @@ class OpenRegActivityProfiler final : public libkineto::IActivityProfiler {
   const std::string name_ = "openreg";
   const std::set<ActivityType> activities_{
       ActivityType::CONCURRENT_KERNEL, ActivityType::GPU_MEMCPY, ActivityType::GPU_MEMSET,
-      ActivityType::GPU_USER_ANNOTATION};
+      ActivityType::GPU_USER_ANNOTATION, ActivityType::PRIVATEUSE1_RUNTIME};
 };
 
 } // namespace

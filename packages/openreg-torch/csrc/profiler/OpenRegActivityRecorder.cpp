@@ -10,6 +10,9 @@
 #include <mutex>
 #include <unordered_set>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 namespace c10::openreg::profiler {
 namespace {
 
@@ -41,6 +44,12 @@ void stamp_on(orStream_t stream, std::atomic<int64_t>* slot) {
   if (orLaunchHostFunc(stream, &stamp, slot) != orSuccess) {
     (void)orGetLastError();  // the record stays incomplete and is dropped; never throws
   }
+}
+
+// The OS thread id, as PyTorch's profiler names threads in traces.
+int32_t os_thread_id() {
+  thread_local const auto id = static_cast<int32_t>(::syscall(SYS_gettid));
+  return id;
 }
 
 thread_local std::vector<uint64_t> correlation_stack;
@@ -76,7 +85,8 @@ class Recorder final : public DeviceWorkObserver {
     if (pending != nullptr) {
       pending->activity = DeviceActivity{
           work.kind, std::string(work.name), work.device, work.stream_id, work.bytes,
-          work.copy_kind, correlation_stack.empty() ? 0 : correlation_stack.back(), -1, -1};
+          work.copy_kind, correlation_stack.empty() ? 0 : correlation_stack.back(), -1, -1,
+          os_thread_id(), system_now_ns(), -1};
       pending->stream = work.stream;
       stamp_on(work.stream, &pending->start_ns);
     }
@@ -93,6 +103,7 @@ class Recorder final : public DeviceWorkObserver {
       return;
     }
     stamp_on(work.stream, &pending->end_ns);
+    pending->activity.issue_end_ns = system_now_ns();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       --in_flight_;

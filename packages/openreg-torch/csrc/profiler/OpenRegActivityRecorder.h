@@ -36,6 +36,10 @@ struct DeviceActivity {
   uint64_t correlation_id;      // the innermost CPU operator on the issuing thread, or 0
   int64_t start_ns;             // system clock, stamped on the stream before the work
   int64_t end_ns;               // ... and after it
+  // The issue on the host (the runtime call, CUDA's "runtime" activity): thread and times.
+  int32_t issuing_thread;       // the OS thread id
+  int64_t issue_start_ns;
+  int64_t issue_end_ns;
 };
 // DOC END: device-activity
 
