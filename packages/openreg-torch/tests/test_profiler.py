@@ -87,8 +87,16 @@ with torch.autograd.profiler.profile(use_device="openreg") as legacy:
     (x @ x).relu().sum().cpu()
 with profile(activities=[ProfilerActivity.CPU]) as cpu_only:
     (x @ x).sum().cpu()
+# Another observer of the launch point (the device work log) keeps it: the profiler
+# warns and records no device activity.
+C._start_device_work_log()
+with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as observed:
+    (x + 1).cpu()
+logged = C._stop_device_work_log()
 rows = {a.key: a for a in legacy.key_averages()}
 print(json.dumps({
+    "observed_device_events": sum(1 for e in observed.events() if e.device_type.name != "CPU"),
+    "logged": [kind for kind, _, _, _ in logged],
     "legacy": {k: [a.cpu_time_total, a.device_time_total] for k, a in rows.items()},
     "table": legacy.key_averages().table(),
     "cpu_only_device_events": sum(1 for e in cpu_only.events()
@@ -109,7 +117,7 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def reports():
-    """The three JSON reports of SCRIPT."""
+    """The three JSON reports of SCRIPT, then its stderr."""
     with tempfile.TemporaryDirectory(prefix="openreg-test-") as directory:
         script = Path(directory, "script.py")
         script.write_text(SCRIPT)
@@ -121,7 +129,7 @@ def reports():
     assert "Traceback" not in result.stderr, result.stderr
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     assert len(lines) == 3, result.stdout
-    return [json.loads(line) for line in lines]
+    return [json.loads(line) for line in lines] + [result.stderr]
 
 
 @pytest.fixture
@@ -204,6 +212,13 @@ def test_legacy_profiler_times_openreg_operators_without_asserts(reports):
     assert all(cpu >= 0 and device >= 0 for cpu, device in report["legacy"].values())
     # Without ProfilerActivity.PrivateUse1, openreg's launches are not observed.
     assert report["cpu_only_device_events"] == 0
+
+
+def test_profiler_leaves_another_observer_in_place_with_a_warning(reports):
+    report, stderr = reports[1], reports[3]
+    assert "another observer of device work is installed" in stderr
+    assert report["observed_device_events"] == 0
+    assert report["logged"] == ["kernel", "copy"]  # the log saw the work, as before
 
 
 def test_example_script_schedules_and_writes_tensorboard_traces(reports):
