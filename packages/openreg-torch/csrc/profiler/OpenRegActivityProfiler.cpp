@@ -111,7 +111,6 @@ class OpenRegActivitySession final : public libkineto::IActivityProfilerSession 
                  0);
   }
 
-  // DOC START: process-trace
   void processTrace(libkineto::ActivityLogger& logger,
                     libkineto::getLinkedActivityCallback linked_activity, int64_t start_time,
                     int64_t end_time) override {
@@ -168,7 +167,6 @@ class OpenRegActivitySession final : public libkineto::IActivityProfilerSession 
       logger.handleActivity(activity);
     }
   }
-  // DOC END: process-trace
 
   // Kineto asks for one device per session: the first device that ran work (other
   // devices' lanes are still named by getResourceInfos).
