@@ -29,6 +29,7 @@ int64_t system_now_ns() {
 struct PendingActivity {
   DeviceActivity activity;
   orStream_t stream = nullptr;
+  uint64_t session = 0;  // the recording it belongs to
   std::atomic<int64_t> start_ns{-1};
   std::atomic<int64_t> end_ns{-1};
 };
@@ -61,6 +62,10 @@ class Recorder final : public DeviceWorkObserver {
  public:
   bool start() {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (recording_) {
+      TORCH_WARN("openreg: a profiler already records openreg device activity");
+      return false;
+    }
     DeviceWorkObserver* previous = at::native::openreg::set_device_work_observer(this);
     if (previous != nullptr && previous != this) {
       at::native::openreg::set_device_work_observer(previous);
@@ -69,6 +74,8 @@ class Recorder final : public DeviceWorkObserver {
       return false;
     }
     pending_ = std::make_unique<std::deque<PendingActivity>>();
+    ++session_;
+    in_flight_ = 0;
     recording_ = true;
     return true;
   }
@@ -79,6 +86,7 @@ class Recorder final : public DeviceWorkObserver {
       std::lock_guard<std::mutex> lock(mutex_);
       if (recording_) {
         pending = &pending_->emplace_back();
+        pending->session = session_;
         ++in_flight_;
       }
     }
@@ -106,7 +114,9 @@ class Recorder final : public DeviceWorkObserver {
     pending->activity.issue_end_ns = system_now_ns();
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      --in_flight_;
+      if (pending->session == session_) {  // not a launch a timed-out stop() gave up
+        --in_flight_;
+      }
     }
     idle_.notify_all();
   }
@@ -126,6 +136,7 @@ class Recorder final : public DeviceWorkObserver {
         TORCH_WARN("openreg: ", in_flight_, " device launches were still being issued when "
                    "the profiler stopped; they are left out");
         (void)pending_.release();  // late stamps may still land there: never freed
+        ++session_;                // and their after() no longer counts
         in_flight_ = 0;
         return {};
       }
@@ -158,6 +169,7 @@ class Recorder final : public DeviceWorkObserver {
   std::mutex mutex_;
   std::condition_variable idle_;
   bool recording_ = false;
+  uint64_t session_ = 0;
   size_t in_flight_ = 0;
   std::unique_ptr<std::deque<PendingActivity>> pending_;  // deque: stable addresses
 };
