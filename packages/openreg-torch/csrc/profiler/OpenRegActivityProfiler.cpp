@@ -55,9 +55,11 @@ const char* runtime_call(DeviceWork::Kind kind) {
   return "orLaunchKernel";
 }
 
-bool is_device_type(ActivityType type) {
+// What ProfilerActivity.PrivateUse1 adds to PyTorch's selection (and CPU activities alone
+// never select).
+bool is_device_work_type(ActivityType type) {
   return type == ActivityType::CONCURRENT_KERNEL || type == ActivityType::GPU_MEMCPY ||
-         type == ActivityType::GPU_MEMSET || type == ActivityType::GPU_USER_ANNOTATION;
+         type == ActivityType::GPU_MEMSET;
 }
 
 const char* copy_direction(orMemcpyKind kind) {
@@ -229,9 +231,7 @@ class OpenRegActivityProfiler final : public libkineto::IActivityProfiler {
     }
     // Only CPU activities asked for (no ProfilerActivity.PrivateUse1; PyTorch's CPU set
     // holds PRIVATEUSE1_RUNTIME too): no session, and openreg's launches stay unobserved.
-    if (std::none_of(selected.begin(), selected.end(), [](ActivityType type) {
-          return is_device_type(type) && type != ActivityType::GPU_USER_ANNOTATION;
-        })) {
+    if (std::none_of(selected.begin(), selected.end(), is_device_work_type)) {
       return nullptr;
     }
     return std::make_unique<OpenRegActivitySession>(std::move(selected));
