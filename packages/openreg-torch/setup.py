@@ -79,13 +79,24 @@ class BuildPy(build_py):
 runtime_include = openreg_runtime.get_include()
 runtime_lib = openreg_runtime.get_library_dir()
 
+# openreg's Kineto activity profiler (csrc/profiler) needs the wheel's Kineto headers and
+# PyTorch's PrivateUse1 profiler registry; without them only the legacy stubs are built.
+TORCH_INCLUDE = Path(torch.__file__).resolve().parent / "include"
+KINETO_INCLUDE = TORCH_INCLUDE / "kineto"
+HAS_KINETO = (
+    torch.autograd.kineto_available()
+    and (KINETO_INCLUDE / "IActivityProfiler.h").exists()
+    and (TORCH_INCLUDE / "torch/csrc/profiler/standalone/privateuse1_profiler.h").exists()
+)
+
 backend = CppExtension(
     name=LIBRARY,
-    sources=sources("runtime", "execution", "aten", "distributed"),
-    include_dirs=[str(CSRC), runtime_include],
+    sources=sources("runtime", "execution", "aten", "distributed", "profiler"),
+    include_dirs=[str(CSRC), runtime_include] + ([str(KINETO_INCLUDE)] if HAS_KINETO else []),
     library_dirs=[runtime_lib],
     libraries=["openreg"],
-    define_macros=[("OPENREG_TORCH_BUILDING_LIBRARY", "1")],
+    define_macros=[("OPENREG_TORCH_BUILDING_LIBRARY", "1")]
+    + ([("USE_KINETO", "1")] if HAS_KINETO else []),
     extra_compile_args=COMPILE_ARGS,
     extra_link_args=["-Wl,-rpath,$ORIGIN/../../openreg_runtime/lib", "-Wl,-soname,libopenreg_torch.so"],
 )

@@ -27,7 +27,7 @@ std::string_view copy_name(orMemcpyKind kind) {
 void launch_copy(void* dst, const void* src, size_t bytes, orMemcpyKind kind,
                  const c10::openreg::OpenRegStream& stream) {
   const DeviceWork work{DeviceWork::Kind::Copy, copy_name(kind), stream.device_index(),
-                        stream.stream(), bytes, kind};
+                        stream.stream(), stream.id(), bytes, kind};
   const detail::ObservedWork observed(work);
   OPENREG_CHECK(orMemcpyAsync(dst, src, bytes, kind, work.stream));
 }
@@ -36,9 +36,16 @@ void launch_copy(void* dst, const void* src, size_t bytes, orMemcpyKind kind,
 void launch_memset(void* device_pointer, int value, size_t bytes,
                    const c10::openreg::OpenRegStream& stream) {
   const DeviceWork work{DeviceWork::Kind::Memset, "Memset", stream.device_index(),
-                        stream.stream(), bytes};
+                        stream.stream(), stream.id(), bytes};
   const detail::ObservedWork observed(work);
   OPENREG_CHECK(orMemsetAsync(device_pointer, value, bytes, work.stream));
+}
+
+void launch_event_record(orEvent_t event, const c10::openreg::OpenRegStream& stream) {
+  const DeviceWork work{DeviceWork::Kind::EventRecord, "Event Record", stream.device_index(),
+                        stream.stream(), stream.id()};
+  const detail::ObservedWork observed(work);
+  OPENREG_CHECK(orEventRecord(event, work.stream));
 }
 
 } // namespace at::native::openreg

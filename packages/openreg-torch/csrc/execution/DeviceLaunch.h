@@ -1,7 +1,7 @@
 #pragma once
 
 // The launch point: every piece of work openreg issues to a device — kernels, copies,
-// fills — starts here, and nowhere else calls the runtime's launch or copy primitives.
+// fills, event records — starts here, and nowhere else calls the runtime's launch or copy primitives.
 // That makes it the one place where later features watch device work (profiler
 // events, timing): an observer sees each launch before and after it is issued. With
 // no observer installed the cost is one relaxed atomic load per launch.
@@ -28,11 +28,12 @@ namespace at::native::openreg {
 // DOC START: device-work
 // One piece of device work, as an observer sees it.
 struct DeviceWork {
-  enum class Kind { Kernel, Copy, Memset };
+  enum class Kind { Kernel, Copy, Memset, EventRecord };
   Kind kind;
   std::string_view name;       // the operator, e.g. "aten::add" (kernels), or the copy kind
   c10::DeviceIndex device;
   orStream_t stream;
+  c10::StreamId stream_id;     // the stream as PyTorch names it (torch.Stream.stream_id)
   size_t bytes = 0;            // copies and fills
   orMemcpyKind copy_kind = orMemcpyDeviceToDevice;
 };
@@ -99,7 +100,8 @@ void launch_kernel(const c10::openreg::OpenRegStream& stream, std::string_view n
       self->error = std::current_exception();
     }
   };
-  const DeviceWork work{DeviceWork::Kind::Kernel, name, stream.device_index(), launch.stream};
+  const DeviceWork work{DeviceWork::Kind::Kernel, name, stream.device_index(), launch.stream,
+                        stream.id()};
   {
     const detail::ObservedWork observed(work);
     OPENREG_CHECK(orLaunchKernel(launch.stream, trampoline, &launch));
@@ -118,5 +120,10 @@ OPENREG_TORCH_API void launch_copy(void* dst, const void* src, size_t bytes, orM
 // Fills `bytes` of device memory at `device_pointer` with the byte `value` on `stream`.
 OPENREG_TORCH_API void launch_memset(void* device_pointer, int value, size_t bytes,
                                      const c10::openreg::OpenRegStream& stream);
+
+// Records `event` on `stream` (orEventRecord), so observers see event records as device
+// work too.
+OPENREG_TORCH_API void launch_event_record(orEvent_t event,
+                                           const c10::openreg::OpenRegStream& stream);
 
 } // namespace at::native::openreg

@@ -18,6 +18,7 @@ const char* kind_name(DeviceWork::Kind kind) {
     case DeviceWork::Kind::Kernel: return "kernel";
     case DeviceWork::Kind::Copy: return "copy";
     case DeviceWork::Kind::Memset: return "memset";
+    case DeviceWork::Kind::EventRecord: return "event_record";
   }
   return "unknown";
 }

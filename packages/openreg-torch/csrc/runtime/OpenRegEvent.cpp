@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "execution/DeviceLaunch.h"
 #include "runtime/OpenRegException.h"
 
 namespace c10::openreg {
@@ -39,7 +40,7 @@ void OpenRegEvent::record(const OpenRegStream& stream) {
               "openreg: event on device ", static_cast<int>(device_index_),
               " cannot be recorded on a stream of device ",
               static_cast<int>(stream.device_index()));
-  OPENREG_CHECK(orEventRecord(event_, stream.stream()));
+  at::native::openreg::launch_event_record(event_, stream);
 }
 // DOC END: event-record
 
