@@ -629,3 +629,37 @@ def test_ipc_memory_stats_rejects_bad_devices():
         torch.openreg.ipc_memory_stats("cpu")
     with pytest.raises(ValueError, match="Invalid openreg device index"):
         torch.openreg.ipc_memory_stats(torch.openreg.device_count())
+
+
+def test_memory_other_processes_released_is_reclaimed_before_out_of_memory(scenario):
+    # 8 MiB devices: the sender's 6 MiB block waits in the limbo after both processes
+    # dropped it; a new 6 MiB allocation fits only if the allocator collects it first.
+    out = scenario("""
+def child(inbox, outbox):
+    t = inbox.get(timeout=WAIT)
+    outbox.put("received")
+    inbox.get(timeout=WAIT)
+    del t
+    torch.openreg.synchronize()
+    outbox.put("released")
+    inbox.get(timeout=WAIT)
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=child, args=(inbox, outbox))
+    p.start()
+    t = torch.ones(6 << 18, device="openreg")  # 6 MiB
+    inbox.put(t)
+    check(outbox.get(timeout=WAIT) == "received", "child received")
+    del t
+    inbox.put("drop it")
+    check(outbox.get(timeout=WAIT) == "released", "child released")
+    check(torch.openreg.ipc_memory_stats()["limbo_blocks.current"] == 1, "still in the limbo")
+    again = torch.zeros(6 << 18, device="openreg")
+    check(torch.openreg.ipc_memory_stats()["limbo_blocks.current"] == 0, "collected")
+    inbox.put("bye")
+    p.join(WAIT)
+    print("ok", again.sum().item())
+""", env={"OPENREG_DEVICE_MEMORY": "8MiB"})
+    assert out.strip() == "ok 0.0"

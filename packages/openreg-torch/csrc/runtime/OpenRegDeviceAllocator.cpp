@@ -22,6 +22,7 @@
 #include "runtime/OpenRegEvent.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
+#include "runtime/OpenRegIpcTypes.h"
 #include "runtime/OpenRegStream.h"
 
 namespace c10::openreg {
@@ -343,6 +344,7 @@ class DeviceCache {
     // full, and raise if that does not make room.
     if (C10_UNLIKELY(reservedBytes() + size > allowed_bytes_)) {
       stats_.num_alloc_retries += 1;
+      collectShared(lock);
       releaseCached(lock);
       if (reservedBytes() + size > allowed_bytes_) {
         stats_.num_ooms += 1;
@@ -355,6 +357,7 @@ class DeviceCache {
     if (error == orErrorMemoryAllocation) {
       // Give everything cached back to the device and try once more.
       stats_.num_alloc_retries += 1;
+      collectShared(lock);
       releaseCached(lock);
       error = deviceMalloc(&ptr, size);
     }
@@ -504,6 +507,15 @@ class DeviceCache {
   // the lock: kernels running on other threads allocate and free while we wait. Blocks
   // taken out of the cache first cannot be handed out again, and every use of them was
   // issued before they were freed, hence before the synchronisation.
+  // Blocks held for other processes that no longer use them (the IPC limbo) come back
+  // to the cache, as CUDA's allocator runs its IPC-collect callback before giving up.
+  // Unlocked: a released block returns through this allocator.
+  void collectShared(std::unique_lock<std::mutex>& lock) {
+    lock.unlock();
+    ipcCollect();
+    lock.lock();
+  }
+
   void releaseCached(std::unique_lock<std::mutex>& lock) {
     std::vector<Block*> released;
     for (auto& [key, blocks] : cached_) {
