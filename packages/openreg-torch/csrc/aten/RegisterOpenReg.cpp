@@ -12,6 +12,30 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_coalesced_native.h>
+#include <ATen/ops/_dimI_native.h>
+#include <ATen/ops/_dimV_native.h>
+#include <ATen/ops/_indices_native.h>
+#include <ATen/ops/_nnz_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
+#include <ATen/ops/_values_native.h>
+#include <ATen/ops/ccol_indices_native.h>
+#include <ATen/ops/col_indices_native.h>
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/copy_sparse_to_sparse_native.h>
+#include <ATen/ops/crow_indices_native.h>
+#include <ATen/ops/dense_dim_native.h>
+#include <ATen/ops/empty_like_native.h>
+#include <ATen/ops/empty_native.h>
+#include <ATen/ops/indices_native.h>
+#include <ATen/ops/is_coalesced_native.h>
+#include <ATen/ops/resize_as_sparse_native.h>
+#include <ATen/ops/row_indices_native.h>
+#include <ATen/ops/sparse_dim_native.h>
+#include <ATen/ops/sparse_resize_and_clear_native.h>
+#include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/values_native.h>
 #include <torch/library.h>
 
 #include <memory>
@@ -83,6 +107,59 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 }
 // DOC END: register-fallback
 
+// DOC START: register-sparse
+// Sparse tensors dispatch to their own keys. Their metadata operators (factories, member
+// accessors, resizing, sparse-to-sparse copies) are PyTorch's device-generic kernels,
+// the ones SparseCPU, SparseCUDA and SparseMeta share: they only touch members, through
+// openreg's dense operators. Every other sparse operator takes the fallback, which runs
+// its CPU kernel on a CPU sparse alias over the members' kernel views.
+TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(at::native::empty_sparse_symint));
+  m.impl("empty_like", TORCH_FN(at::native::empty_like_sparse_coo));
+  m.impl("_sparse_coo_tensor_with_dims", TORCH_FN(at::native::new_with_dims_sparse));
+  m.impl("_sparse_coo_tensor_with_dims_and_tensors",
+         TORCH_FN(at::native::new_with_dims_and_tensor_sparse_symint));
+  m.impl("_indices", TORCH_FN(at::native::_indices_sparse));
+  m.impl("_values", TORCH_FN(at::native::_values_sparse));
+  m.impl("indices", TORCH_FN(at::native::indices_sparse));
+  m.impl("values", TORCH_FN(at::native::values_sparse));
+  m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse));
+  m.impl("sparse_dim", TORCH_FN(at::native::sparse_dim_sparse));
+  m.impl("dense_dim", TORCH_FN(at::native::dense_dim_sparse));
+  m.impl("_dimI", TORCH_FN(at::native::sparse_dim_sparse));
+  m.impl("_dimV", TORCH_FN(at::native::dense_dim_sparse));
+  m.impl("is_coalesced", TORCH_FN(at::native::is_coalesced_sparse));
+  m.impl("_coalesced_", TORCH_FN(at::native::_coalesced_sparse_));
+  m.impl("sparse_resize_", TORCH_FN(at::native::sparse_resize_));
+  m.impl("sparse_resize_and_clear_", TORCH_FN(at::native::sparse_resize_and_clear_));
+  m.impl("copy_sparse_to_sparse_", TORCH_FN(at::native::copy_sparse_));
+  m.impl("copy_", TORCH_FN(at::native::copy_sparse_wrapper_));
+}
+
+TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(at::native::empty_sparse_compressed_symint));
+  m.impl("empty_like", TORCH_FN(at::native::empty_like_sparse_csr));
+  m.impl("crow_indices", TORCH_FN(at::native::crow_indices_sparse_csr));
+  m.impl("col_indices", TORCH_FN(at::native::col_indices_sparse_csr));
+  m.impl("ccol_indices", TORCH_FN(at::native::ccol_indices_sparse_csr));
+  m.impl("row_indices", TORCH_FN(at::native::row_indices_sparse_csr));
+  m.impl("values", TORCH_FN(at::native::values_sparse_csr));
+  m.impl("_nnz", TORCH_FN(at::native::_nnz_sparse_csr));
+  m.impl("sparse_dim", TORCH_FN(at::native::sparse_dim_sparse_csr));
+  m.impl("dense_dim", TORCH_FN(at::native::dense_dim_sparse_csr));
+  m.impl("resize_as_sparse_", TORCH_FN(at::native::resize_as_sparse_compressed_));
+  m.impl("copy_", TORCH_FN(at::native::copy_sparse_compressed_));
+}
+
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
+}
+// DOC END: register-sparse
+
 // The copy kernels read conjugate/negative bits themselves (they carry them onto the
 // kernel views). Going through the Conjugate/Negative fallbacks instead would
 // materialise the source with another copy_, which calls _copy_from again: endless.
@@ -147,8 +224,45 @@ std::unique_ptr<torch::Library> route_composite_ops_to_fallback() {
 }
 // DOC END: route-composite
 
+// DOC START: route-sparse-composite
+// The same for sparse tensors: PyTorch's composites (e.g. the structured sin, add, sum)
+// would allocate strided outputs for a sparse input; where SparseCPU or SparseCsrCPU has
+// a kernel of its own, sparse openreg tensors take it through the fallback.
+std::unique_ptr<torch::Library> route_sparse_composite_ops_to_fallback(
+    c10::DispatchKey openreg_key, c10::DispatchKey cpu_key) {
+  if (native::fallback_mode() == native::FallbackMode::Selective) {
+    return nullptr;
+  }
+  auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", openreg_key,
+                                                  __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    const auto op = dispatcher.findOp(name);
+    if (!op.has_value() || name.name.rfind("aten::", 0) != 0 ||
+        op->hasKernelForDispatchKey(openreg_key) || !op->hasKernelForDispatchKey(cpu_key)) {
+      continue;
+    }
+    if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) &&
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd)) {
+      continue;
+    }
+    const std::string qualified = name.overload_name.empty()
+        ? name.name : name.name + "." + name.overload_name;
+    library->impl(qualified.c_str(),
+                  torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
+  }
+  return library;
+}
+// DOC END: route-sparse-composite
+
 // Last: after every kernel registered above in this file.
 const std::unique_ptr<torch::Library> composite_routes = route_composite_ops_to_fallback();
+const std::unique_ptr<torch::Library> sparse_composite_routes =
+    route_sparse_composite_ops_to_fallback(c10::DispatchKey::SparsePrivateUse1,
+                                           c10::DispatchKey::SparseCPU);
+const std::unique_ptr<torch::Library> compressed_composite_routes =
+    route_sparse_composite_ops_to_fallback(c10::DispatchKey::SparseCsrPrivateUse1,
+                                           c10::DispatchKey::SparseCsrCPU);
 
 } // namespace
 

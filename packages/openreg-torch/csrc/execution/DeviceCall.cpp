@@ -3,6 +3,7 @@
 #include <ATen/ops/empty_strided.h>
 
 #include "execution/KernelView.h"
+#include "execution/SparseKernelView.h"
 #include "runtime/OpenRegDeviceAllocator.h"
 
 namespace at::native::openreg {
@@ -72,11 +73,44 @@ at::Tensor DeviceCall::make_alias(const at::Tensor& original, bool output) {
   if (!original.defined() || original.device().type() != c10::kPrivateUse1) {
     return original;  // CPU tensors go to the CPU kernel as they are
   }
+  if (is_sparse_layout(original.layout())) {
+    return make_sparse_alias(original, output);
+  }
   TORCH_CHECK(original.layout() == c10::kStrided, "openreg: ", op_name_, " got a ",
               original.layout(), " tensor; openreg supports strided tensors only");
   at::Tensor alias = kernel_alias(original, output ? routing_allocator() : nullptr);
   aliased_.push_back({&original, alias, output});
   return alias;
+}
+
+// DOC START: sparse-alias
+// The members are held here (their aliases point at them) and aliased like any dense
+// tensor, outputs included: a kernel that grows a written sparse tensor's values grows
+// device memory.
+at::Tensor DeviceCall::make_sparse_alias(const at::Tensor& original, bool output) {
+  SparseAliased entry{&original, {}, output, {}, {}};
+  for (at::Tensor& member : sparse_members(original)) {
+    const at::Tensor& held = sparse_members_.emplace_back(std::move(member));
+    entry.members.push_back(&held);
+    entry.member_aliases.push_back(make_alias(held, output));
+  }
+  entry.alias = sparse_tensor_over(original, entry.member_aliases, c10::Device(c10::kCPU));
+  kernel_keys_ = kernel_keys_.add(original.layout() == c10::kSparse
+                                      ? c10::DispatchKey::SparseCPU
+                                      : c10::DispatchKey::SparseCsrCPU);
+  at::Tensor alias = entry.alias;
+  sparse_aliased_.push_back(std::move(entry));
+  return alias;
+}
+// DOC END: sparse-alias
+
+const at::Tensor* DeviceCall::sparse_original_of(const at::Tensor& alias) const {
+  for (const SparseAliased& entry : sparse_aliased_) {
+    if (entry.alias.unsafeGetTensorImpl() == alias.unsafeGetTensorImpl()) {
+      return entry.original;
+    }
+  }
+  return nullptr;
 }
 
 const at::Tensor* DeviceCall::original_over(const c10::StorageImpl* alias_storage) const {
@@ -94,7 +128,7 @@ const at::Tensor* DeviceCall::original_of(const at::Tensor& alias) const {
       return entry.original;
     }
   }
-  return nullptr;
+  return sparse_original_of(alias);
 }
 
 // DOC START: zero-copy-write-back
@@ -126,12 +160,51 @@ void DeviceCall::write_back() {
                                   entry.alias.storage_offset());
     }
   }
+  for (const SparseAliased& entry : sparse_aliased_) {
+    if (entry.output) {
+      write_back_sparse(entry);
+    }
+  }
 }
 // DOC END: zero-copy-write-back
 
+// DOC START: sparse-write-back
+// The kernel may have swapped a written sparse alias's members (e.g. add_ builds new
+// indices and values): members it kept are the device tensors written back above,
+// others are results, mapped like any result (a view of an input, or adopted).
+void DeviceCall::write_back_sparse(const SparseAliased& entry) {
+  const c10::SmallVector<at::Tensor, 3> now = sparse_members(entry.alias);
+  auto kept = [&](size_t index) {
+    return now[index].unsafeGetTensorImpl() == entry.member_aliases[index].unsafeGetTensorImpl();
+  };
+  for (size_t index = 0; index < now.size(); ++index) {
+    if (!kept(index)) {
+      count_result(now[index]);
+    }
+  }
+  c10::SmallVector<at::Tensor, 3> members;
+  for (size_t index = 0; index < now.size(); ++index) {
+    members.push_back(kept(index) ? *entry.members[index] : to_device(now[index]));
+  }
+  set_sparse_members(*entry.original, entry.alias, members);
+}
+// DOC END: sparse-write-back
+
 void DeviceCall::count_result(const at::Tensor& result) {
-  if (!result.defined() || result.layout() != c10::kStrided) {
-    return;  // sparse results have no storage; to_device() names the problem
+  if (!result.defined()) {
+    return;
+  }
+  if (is_sparse_layout(result.layout())) {
+    // Its members are the results that hold memory (unless it is an argument's alias).
+    if (result.device().is_cpu() && sparse_original_of(result) == nullptr) {
+      for (const at::Tensor& member : sparse_members(result)) {
+        count_result(member);
+      }
+    }
+    return;
+  }
+  if (result.layout() != c10::kStrided) {
+    return;  // no storage; to_device() names the problem
   }
   const c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
   if (size_t* count = find_storage(result_references_, storage)) {
@@ -145,6 +218,9 @@ void DeviceCall::count_result(const at::Tensor& result) {
 at::Tensor DeviceCall::to_device(const at::Tensor& result) {
   if (!result.defined() || result.device().type() != c10::kCPU) {
     return result;
+  }
+  if (is_sparse_layout(result.layout())) {
+    return sparse_to_device(result);
   }
   TORCH_CHECK(result.layout() == c10::kStrided, "openreg: ", op_name_, " produced a ",
               result.layout(), " tensor; openreg supports strided tensors only");
@@ -165,10 +241,28 @@ at::Tensor DeviceCall::to_device(const at::Tensor& result) {
   return copy_to_device(result);
 }
 
+// DOC START: sparse-results
+// A sparse result: the argument it is, or an openreg sparse tensor over its members
+// mapped as dense results are (views of inputs stay views, fresh memory is adopted).
+at::Tensor DeviceCall::sparse_to_device(const at::Tensor& result) {
+  if (const at::Tensor* original = sparse_original_of(result)) {
+    return *original;
+  }
+  c10::SmallVector<at::Tensor, 3> members;
+  for (const at::Tensor& member : sparse_members(result)) {
+    members.push_back(to_device(member));
+  }
+  return sparse_tensor_over(result, members, *device_);
+}
+// DOC END: sparse-results
+
 // Host memory (e.g. allocated by an intra-op worker thread) or shared: copied over.
 at::Tensor DeviceCall::copy_to_device(const at::Tensor& result) const {
   at::Tensor copy = at::empty_strided(result.sizes(), result.strides(),
                                       result.options().device(*device_));
+  if (result.numel() == 0) {
+    return copy;  // e.g. the empty members a fresh sparse tensor starts with
+  }
   launch_kernel(c10::openreg::getCurrentOpenRegStream(device_->index()), op_name_,
                 [&] { kernel_alias(copy).copy_(result); });
   return copy;

@@ -27,6 +27,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/SmallVector.h>
 
+#include <list>
 #include <optional>
 #include <string_view>
 
@@ -64,10 +65,15 @@ class OPENREG_TORCH_API DeviceCall {
   c10::Device device() const { return *device_; }
 
   // 2. The tensor the CPU kernel sees: an alias of an openreg tensor's kernel view; CPU
-  //    tensors (scalars, indices) as they are. `original` must outlive the call.
+  //    tensors (scalars, indices) as they are. `original` must outlive the call. A
+  //    sparse tensor becomes a CPU sparse tensor over its members' aliases
+  //    (SparseKernelView.h).
   at::Tensor alias(const at::Tensor& original);
   // The same for an output the kernel may resize (out=); see write_back().
   at::Tensor alias_output(const at::Tensor& original);
+  // The dispatch keys of the CPU kernel for the aliases made so far: CPU, and
+  // SparseCPU / SparseCsrCPU once a sparse alias exists.
+  c10::DispatchKeySet kernel_keys() const { return kernel_keys_; }
 
   // 3. Runs `kernel` stream-ordered on the current stream of the call's device.
   template <typename Kernel>
@@ -82,7 +88,8 @@ class OPENREG_TORCH_API DeviceCall {
     }
   }
 
-  // 4. Moves memory and shape of resized outputs back onto their device tensors.
+  // 4. Moves memory and shape of resized outputs back onto their device tensors; a
+  //    written sparse argument takes the members and metadata its alias ended with.
   void write_back();
   // Results: count every result first, then map each with to_device().
   void count_result(const at::Tensor& result);
@@ -97,8 +104,21 @@ class OPENREG_TORCH_API DeviceCall {
     bool output;
   };
 
+  // A sparse argument: its alias, and its members as held here with their aliases.
+  struct SparseAliased {
+    const at::Tensor* original;
+    at::Tensor alias;
+    bool output;
+    c10::SmallVector<const at::Tensor*, 3> members;
+    c10::SmallVector<at::Tensor, 3> member_aliases;
+  };
+
   at::Tensor make_alias(const at::Tensor& original, bool output);
+  at::Tensor make_sparse_alias(const at::Tensor& original, bool output);
   const at::Tensor* original_over(const c10::StorageImpl* alias_storage) const;
+  const at::Tensor* sparse_original_of(const at::Tensor& alias) const;
+  at::Tensor sparse_to_device(const at::Tensor& result);
+  void write_back_sparse(const SparseAliased& entry);
   at::Tensor copy_to_device(const at::Tensor& result) const;
 
   const std::string_view op_name_;
@@ -106,6 +126,9 @@ class OPENREG_TORCH_API DeviceCall {
   std::optional<c10::Device> device_;
   c10::OptionalDeviceGuard guard_;
   c10::SmallVector<Aliased, 4> aliased_;
+  c10::SmallVector<SparseAliased, 1> sparse_aliased_;
+  std::list<at::Tensor> sparse_members_;  // stable addresses; allocates nothing while empty
+  c10::DispatchKeySet kernel_keys_{c10::DispatchKey::CPU};
   // A call touches a few storages: linear scans beat hashing (and allocating) here.
   c10::SmallVector<std::pair<const c10::StorageImpl*, c10::Storage>, 2> adopted_;
   c10::SmallVector<std::pair<const c10::StorageImpl*, size_t>, 2> result_references_;
