@@ -3,7 +3,7 @@
 #include <ATen/ops/empty_strided.h>
 
 #include "execution/KernelView.h"
-#include "execution/SparseKernelView.h"
+#include "execution/MemberKernelView.h"
 #include "runtime/OpenRegDeviceAllocator.h"
 
 namespace at::native::openreg {
@@ -73,8 +73,8 @@ at::Tensor DeviceCall::make_alias(const at::Tensor& original, bool output) {
   if (!original.defined() || original.device().type() != c10::kPrivateUse1) {
     return original;  // CPU tensors go to the CPU kernel as they are
   }
-  if (is_sparse_layout(original.layout())) {
-    return make_sparse_alias(original, output);
+  if (has_members(original)) {
+    return make_member_alias(original, output);
   }
   TORCH_CHECK(original.layout() == c10::kStrided, "openreg: ", op_name_, " got a ",
               original.layout(), " tensor; openreg supports strided tensors only");
@@ -83,29 +83,40 @@ at::Tensor DeviceCall::make_alias(const at::Tensor& original, bool output) {
   return alias;
 }
 
-// DOC START: sparse-alias
-// The members are held here (their aliases point at them) and aliased like any dense
-// tensor, outputs included: a kernel that grows a written sparse tensor's values grows
-// device memory.
-at::Tensor DeviceCall::make_sparse_alias(const at::Tensor& original, bool output) {
-  SparseAliased entry{&original, {}, output, {}, {}};
-  for (at::Tensor& member : sparse_members(original)) {
-    const at::Tensor& held = sparse_members_.emplace_back(std::move(member));
+// DOC START: member-alias
+// Sparse and nested tensors (MemberKernelView.h): their members are held here (their
+// aliases point at them) and aliased like any dense tensor, outputs included: a kernel
+// that grows a written sparse tensor's values grows device memory.
+at::Tensor DeviceCall::make_member_alias(const at::Tensor& original, bool output) {
+  MemberAliased entry{&original, {}, output, {}, {}};
+  for (at::Tensor& member : member_tensors(original)) {
+    const at::Tensor& held = held_members_.emplace_back(std::move(member));
     entry.members.push_back(&held);
     entry.member_aliases.push_back(make_alias(held, output));
   }
-  entry.alias = sparse_tensor_over(original, entry.member_aliases, c10::Device(c10::kCPU));
-  kernel_keys_ = kernel_keys_.add(original.layout() == c10::kSparse
-                                      ? c10::DispatchKey::SparseCPU
-                                      : c10::DispatchKey::SparseCsrCPU);
+  entry.alias = tensor_over_members(original, entry.member_aliases, c10::Device(c10::kCPU));
+  kernel_keys_ = kernel_keys_.add(cpu_kernel_key(original));
   at::Tensor alias = entry.alias;
-  sparse_aliased_.push_back(std::move(entry));
+  member_aliased_.push_back(std::move(entry));
   return alias;
 }
-// DOC END: sparse-alias
+// DOC END: member-alias
 
-const at::Tensor* DeviceCall::sparse_original_of(const at::Tensor& alias) const {
-  for (const SparseAliased& entry : sparse_aliased_) {
+void DeviceCall::carry_requires_grad() {
+  for (Aliased& entry : aliased_) {
+    if (entry.original->requires_grad()) {
+      entry.alias.requires_grad_(true);
+    }
+  }
+  for (MemberAliased& entry : member_aliased_) {
+    if (entry.original->requires_grad()) {
+      entry.alias.requires_grad_(true);
+    }
+  }
+}
+
+const at::Tensor* DeviceCall::member_original_of(const at::Tensor& alias) const {
+  for (const MemberAliased& entry : member_aliased_) {
     if (entry.alias.unsafeGetTensorImpl() == alias.unsafeGetTensorImpl()) {
       return entry.original;
     }
@@ -128,7 +139,7 @@ const at::Tensor* DeviceCall::original_of(const at::Tensor& alias) const {
       return entry.original;
     }
   }
-  return sparse_original_of(alias);
+  return member_original_of(alias);
 }
 
 // DOC START: zero-copy-write-back
@@ -160,20 +171,20 @@ void DeviceCall::write_back() {
                                   entry.alias.storage_offset());
     }
   }
-  for (const SparseAliased& entry : sparse_aliased_) {
+  for (const MemberAliased& entry : member_aliased_) {
     if (entry.output) {
-      write_back_sparse(entry);
+      write_back_members(entry);
     }
   }
 }
 // DOC END: zero-copy-write-back
 
-// DOC START: sparse-write-back
+// DOC START: member-write-back
 // The kernel may have swapped a written sparse alias's members (e.g. add_ builds new
 // indices and values): members it kept are the device tensors written back above,
 // others are results, mapped like any result (a view of an input, or adopted).
-void DeviceCall::write_back_sparse(const SparseAliased& entry) {
-  const c10::SmallVector<at::Tensor, 3> now = sparse_members(entry.alias);
+void DeviceCall::write_back_members(const MemberAliased& entry) {
+  const c10::SmallVector<at::Tensor, 3> now = member_tensors(entry.alias);
   auto kept = [&](size_t index) {
     return now[index].unsafeGetTensorImpl() == entry.member_aliases[index].unsafeGetTensorImpl();
   };
@@ -186,19 +197,23 @@ void DeviceCall::write_back_sparse(const SparseAliased& entry) {
   for (size_t index = 0; index < now.size(); ++index) {
     members.push_back(kept(index) ? *entry.members[index] : to_device(now[index]));
   }
-  set_sparse_members(*entry.original, entry.alias, members);
+  set_member_tensors_of(*entry.original, entry.alias, members);
 }
-// DOC END: sparse-write-back
+// DOC END: member-write-back
 
 void DeviceCall::count_result(const at::Tensor& result) {
   if (!result.defined()) {
     return;
   }
-  if (is_sparse_layout(result.layout())) {
+  if (has_members(result)) {
     // Its members are the results that hold memory (unless it is an argument's alias).
-    if (result.device().is_cpu() && sparse_original_of(result) == nullptr) {
-      for (const at::Tensor& member : sparse_members(result)) {
+    if (result.device().is_cpu() && member_original_of(result) == nullptr) {
+      const c10::SmallVector<at::Tensor, 3> members = member_tensors(result);
+      for (const at::Tensor& member : members) {
         count_result(member);
+      }
+      for (size_t extra = own_member_references(result); extra > 0; --extra) {
+        count_result(members[0]);
       }
     }
     return;
@@ -219,8 +234,8 @@ at::Tensor DeviceCall::to_device(const at::Tensor& result) {
   if (!result.defined() || result.device().type() != c10::kCPU) {
     return result;
   }
-  if (is_sparse_layout(result.layout())) {
-    return sparse_to_device(result);
+  if (has_members(result)) {
+    return members_to_device(result);
   }
   TORCH_CHECK(result.layout() == c10::kStrided, "openreg: ", op_name_, " produced a ",
               result.layout(), " tensor; openreg supports strided tensors only");
@@ -241,20 +256,20 @@ at::Tensor DeviceCall::to_device(const at::Tensor& result) {
   return copy_to_device(result);
 }
 
-// DOC START: sparse-results
-// A sparse result: the argument it is, or an openreg sparse tensor over its members
+// DOC START: member-results
+// A sparse or nested result: the argument it is, or an openreg one over its members
 // mapped as dense results are (views of inputs stay views, fresh memory is adopted).
-at::Tensor DeviceCall::sparse_to_device(const at::Tensor& result) {
-  if (const at::Tensor* original = sparse_original_of(result)) {
+at::Tensor DeviceCall::members_to_device(const at::Tensor& result) {
+  if (const at::Tensor* original = member_original_of(result)) {
     return *original;
   }
   c10::SmallVector<at::Tensor, 3> members;
-  for (const at::Tensor& member : sparse_members(result)) {
+  for (const at::Tensor& member : member_tensors(result)) {
     members.push_back(to_device(member));
   }
-  return sparse_tensor_over(result, members, *device_);
+  return tensor_over_members(result, members, *device_);
 }
-// DOC END: sparse-results
+// DOC END: member-results
 
 // Host memory (e.g. allocated by an intra-op worker thread) or shared: copied over.
 at::Tensor DeviceCall::copy_to_device(const at::Tensor& result) const {

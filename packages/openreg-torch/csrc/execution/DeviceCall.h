@@ -66,14 +66,18 @@ class OPENREG_TORCH_API DeviceCall {
 
   // 2. The tensor the CPU kernel sees: an alias of an openreg tensor's kernel view; CPU
   //    tensors (scalars, indices) as they are. `original` must outlive the call. A
-  //    sparse tensor becomes a CPU sparse tensor over its members' aliases
-  //    (SparseKernelView.h).
+  //    sparse or nested tensor becomes a CPU one over its members' aliases
+  //    (MemberKernelView.h).
   at::Tensor alias(const at::Tensor& original);
   // The same for an output the kernel may resize (out=); see write_back().
   at::Tensor alias_output(const at::Tensor& original);
   // The dispatch keys of the CPU kernel for the aliases made so far: CPU, and
-  // SparseCPU / SparseCsrCPU once a sparse alias exists.
+  // SparseCPU / SparseCsrCPU / NestedTensorCPU once a sparse or nested alias exists.
   c10::DispatchKeySet kernel_keys() const { return kernel_keys_; }
+  // Gives each alias its original's requires_grad. Sparse CPU kernels read it (e.g.
+  // sparse.mm with a reduction keeps what its backward needs only for inputs that
+  // require grad); aliases otherwise leave it unset, which costs nothing.
+  void carry_requires_grad();
 
   // 3. Runs `kernel` stream-ordered on the current stream of the call's device.
   template <typename Kernel>
@@ -105,7 +109,7 @@ class OPENREG_TORCH_API DeviceCall {
   };
 
   // A sparse argument: its alias, and its members as held here with their aliases.
-  struct SparseAliased {
+  struct MemberAliased {
     const at::Tensor* original;
     at::Tensor alias;
     bool output;
@@ -114,11 +118,11 @@ class OPENREG_TORCH_API DeviceCall {
   };
 
   at::Tensor make_alias(const at::Tensor& original, bool output);
-  at::Tensor make_sparse_alias(const at::Tensor& original, bool output);
+  at::Tensor make_member_alias(const at::Tensor& original, bool output);
   const at::Tensor* original_over(const c10::StorageImpl* alias_storage) const;
-  const at::Tensor* sparse_original_of(const at::Tensor& alias) const;
-  at::Tensor sparse_to_device(const at::Tensor& result);
-  void write_back_sparse(const SparseAliased& entry);
+  const at::Tensor* member_original_of(const at::Tensor& alias) const;
+  at::Tensor members_to_device(const at::Tensor& result);
+  void write_back_members(const MemberAliased& entry);
   at::Tensor copy_to_device(const at::Tensor& result) const;
 
   const std::string_view op_name_;
@@ -126,8 +130,8 @@ class OPENREG_TORCH_API DeviceCall {
   std::optional<c10::Device> device_;
   c10::OptionalDeviceGuard guard_;
   c10::SmallVector<Aliased, 4> aliased_;
-  c10::SmallVector<SparseAliased, 1> sparse_aliased_;
-  std::list<at::Tensor> sparse_members_;  // stable addresses; allocates nothing while empty
+  c10::SmallVector<MemberAliased, 1> member_aliased_;
+  std::list<at::Tensor> held_members_;  // stable addresses; allocates nothing while empty
   c10::DispatchKeySet kernel_keys_{c10::DispatchKey::CPU};
   // A call touches a few storages: linear scans beat hashing (and allocating) here.
   c10::SmallVector<std::pair<const c10::StorageImpl*, c10::Storage>, 2> adopted_;

@@ -31,6 +31,9 @@ class FallbackCall {
     alias_inputs();
     // The CPU kernel for the aliases: CPU's, or SparseCPU's / SparseCsrCPU's for sparse ones.
     const c10::DispatchKeySet kernel_keys = call_.kernel_keys();
+    if (kernel_keys != c10::DispatchKeySet(c10::DispatchKey::CPU)) {
+      call_.carry_requires_grad();
+    }
     call_.launch([&] { op_.redispatchBoxed(kernel_keys, &stack_); }, Allocations::Routed);
     call_.write_back();
     map_results();

@@ -17,6 +17,8 @@ from .random import *  # noqa: F403
 from .random import __all__ as _random_all
 from .streams import *  # noqa: F403
 from .streams import __all__ as _streams_all
+from .tensor_meta import *  # noqa: F403
+from .tensor_meta import __all__ as _tensor_meta_all
 from ..multiprocessing import ipc_collect
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     *_memory_all,
     *_random_all,
     *_streams_all,
+    *_tensor_meta_all,
 ]
 
 
