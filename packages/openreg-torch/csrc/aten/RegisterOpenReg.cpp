@@ -19,6 +19,7 @@
 #include <ATen/ops/_nested_tensor_size_native.h>
 #include <ATen/ops/_nested_tensor_storage_offsets_native.h>
 #include <ATen/ops/_nested_tensor_strides_native.h>
+#include <ATen/ops/_nested_view_from_buffer_native.h>
 #include <ATen/ops/_nnz_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
@@ -97,6 +98,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // Attention's choice of implementation, asked as an operator (the stub is below);
   // through the fallback it would see aliases that drop requires_grad.
   own(m, "_fused_sdp_choice", TORCH_FN(native::fused_sdp_choice));
+  // A nested view of a dense buffer: its size, stride and offset tensors are CPU
+  // metadata, which the fallback would reject next to an openreg buffer.
+  own(m, "_nested_view_from_buffer",
+      TORCH_FN(native::OnKernelDevice<&at::native::_nested_view_from_buffer>::call));
   // param.data = openreg_tensor and Module.to("openreg") move tensors in place.
   own(m, "_has_compatible_shallow_copy_type",
       TORCH_FN(native::_has_compatible_shallow_copy_type));

@@ -256,6 +256,19 @@ at::Tensor DeviceCall::to_device(const at::Tensor& result) {
   return copy_to_device(result);
 }
 
+// Host memory (e.g. allocated by an intra-op worker thread) or shared: copied over.
+at::Tensor DeviceCall::copy_to_device(const at::Tensor& result) const {
+  at::Tensor copy = at::empty_strided(result.sizes(), result.strides(),
+                                      result.options().device(*device_));
+  if (result.numel() == 0) {
+    return copy;  // e.g. the empty members a fresh sparse tensor starts with
+  }
+  launch_kernel(c10::openreg::getCurrentOpenRegStream(device_->index()), op_name_,
+                [&] { kernel_alias(copy).copy_(result); });
+  return copy;
+}
+// DOC END: zero-copy-results
+
 // DOC START: member-results
 // A sparse or nested result: the argument it is, or an openreg one over its members
 // mapped as dense results are (views of inputs stay views, fresh memory is adopted).
@@ -270,18 +283,5 @@ at::Tensor DeviceCall::members_to_device(const at::Tensor& result) {
   return tensor_over_members(result, members, *device_);
 }
 // DOC END: member-results
-
-// Host memory (e.g. allocated by an intra-op worker thread) or shared: copied over.
-at::Tensor DeviceCall::copy_to_device(const at::Tensor& result) const {
-  at::Tensor copy = at::empty_strided(result.sizes(), result.strides(),
-                                      result.options().device(*device_));
-  if (result.numel() == 0) {
-    return copy;  // e.g. the empty members a fresh sparse tensor starts with
-  }
-  launch_kernel(c10::openreg::getCurrentOpenRegStream(device_->index()), op_name_,
-                [&] { kernel_alias(copy).copy_(result); });
-  return copy;
-}
-// DOC END: zero-copy-results
 
 } // namespace at::native::openreg
