@@ -13,7 +13,9 @@
 //      - a fresh result lives in routed device memory and is adopted (no copy) when the
 //        results alone hold it; several results sharing one storage share one device
 //        storage; anything else (worker-thread allocations) is copied;
-//      - an output the kernel resized (out=) gets the new memory and shape written back.
+//      - an output the kernel resized (out=) gets the new memory and shape written back;
+//      sparse and nested tensors are aliased and mapped member by member
+//      (MemberKernelView.h).
 // Its adapters: the boxed fallback (aten/native/ZeroCopyFallback.cpp), unboxed kernels
 // (RunOnDevice.h), TensorIterator loops (DeviceLoops.h), copies and .item().
 //
