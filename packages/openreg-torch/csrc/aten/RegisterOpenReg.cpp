@@ -12,6 +12,35 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_coalesced_native.h>
+#include <ATen/ops/_dimI_native.h>
+#include <ATen/ops/_dimV_native.h>
+#include <ATen/ops/_indices_native.h>
+#include <ATen/ops/_nested_tensor_size_native.h>
+#include <ATen/ops/_nested_tensor_storage_offsets_native.h>
+#include <ATen/ops/_nested_tensor_strides_native.h>
+#include <ATen/ops/_nested_view_from_buffer_native.h>
+#include <ATen/ops/_nnz_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
+#include <ATen/ops/_values_native.h>
+#include <ATen/ops/ccol_indices_native.h>
+#include <ATen/ops/col_indices_native.h>
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/copy_sparse_to_sparse_native.h>
+#include <ATen/ops/crow_indices_native.h>
+#include <ATen/ops/dense_dim_native.h>
+#include <ATen/ops/empty_like_native.h>
+#include <ATen/ops/empty_native.h>
+#include <ATen/ops/indices_native.h>
+#include <ATen/ops/is_coalesced_native.h>
+#include <ATen/ops/resize_as_sparse_native.h>
+#include <ATen/ops/row_indices_native.h>
+#include <ATen/ops/sparse_dim_native.h>
+#include <ATen/ops/sparse_resize_and_clear_native.h>
+#include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/values_native.h>
+#include <torch/csrc/jit/serialization/pickler_helper.h>
 #include <torch/library.h>
 
 #include <memory>
@@ -19,6 +48,7 @@
 
 #include "aten/DirectKernels.h"
 #include "aten/OperatorRoutes.h"
+#include "aten/OpenRegTensorMeta.h"
 #include "aten/native/Attention.h"
 #include "aten/native/Convolution.h"
 #include "aten/native/Copy.h"
@@ -27,6 +57,7 @@
 #include "aten/native/RNN.h"
 #include "aten/native/Random.h"
 #include "aten/native/ShallowCopy.h"
+#include "aten/native/SparseTensor.h"
 
 namespace at::openreg {
 namespace {
@@ -81,6 +112,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
       TORCH_FN(native::thnn_fused_lstm_cell_backward_impl));
   own(m, "_thnn_fused_gru_cell", TORCH_FN(native::thnn_fused_gru_cell));
   own(m, "_thnn_fused_gru_cell_backward", TORCH_FN(native::thnn_fused_gru_cell_backward));
+  // A nested view of a dense buffer: its size, stride and offset tensors are CPU
+  // metadata, which the fallback would reject next to an openreg buffer.
+  own(m, "_nested_view_from_buffer",
+      TORCH_FN(native::OnKernelDevice<&at::native::_nested_view_from_buffer>::call));
   // param.data = openreg_tensor and Module.to("openreg") move tensors in place.
   own(m, "_has_compatible_shallow_copy_type",
       TORCH_FN(native::_has_compatible_shallow_copy_type));
@@ -96,6 +131,85 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
 }
 // DOC END: register-fallback
+
+// PyTorch's device-generic kernel `kernel`, under the device guard of its arguments.
+#define OPENREG_GENERIC(kernel) TORCH_FN(native::OnKernelDevice<&at::native::kernel>::call)
+
+// DOC START: register-sparse
+// Sparse and nested tensors dispatch to their own keys. Their metadata operators (factories, member
+// accessors, resizing, sparse-to-sparse copies) are PyTorch's device-generic kernels,
+// the ones SparseCPU, SparseCUDA and SparseMeta share, under the device guard PyTorch's
+// wrappers give them (native/SparseTensor.h): they only touch members, through openreg's
+// dense operators. Every other sparse operator takes the fallback, which runs
+// its CPU kernel on a CPU sparse alias over the members' kernel views.
+TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
+  m.impl("empty.memory_format", OPENREG_GENERIC(empty_sparse_symint));
+  m.impl("empty_like", OPENREG_GENERIC(empty_like_sparse_coo));
+  m.impl("_sparse_coo_tensor_with_dims", OPENREG_GENERIC(new_with_dims_sparse));
+  m.impl("_sparse_coo_tensor_with_dims_and_tensors",
+         OPENREG_GENERIC(new_with_dims_and_tensor_sparse_symint));
+  m.impl("_indices", OPENREG_GENERIC(_indices_sparse));
+  m.impl("_values", OPENREG_GENERIC(_values_sparse));
+  m.impl("indices", OPENREG_GENERIC(indices_sparse));
+  m.impl("values", OPENREG_GENERIC(values_sparse));
+  m.impl("_nnz", OPENREG_GENERIC(_nnz_sparse));
+  m.impl("sparse_dim", OPENREG_GENERIC(sparse_dim_sparse));
+  m.impl("dense_dim", OPENREG_GENERIC(dense_dim_sparse));
+  m.impl("_dimI", OPENREG_GENERIC(sparse_dim_sparse));
+  m.impl("_dimV", OPENREG_GENERIC(dense_dim_sparse));
+  m.impl("is_coalesced", OPENREG_GENERIC(is_coalesced_sparse));
+  m.impl("_coalesced_", OPENREG_GENERIC(_coalesced_sparse_));
+  m.impl("sparse_resize_", OPENREG_GENERIC(sparse_resize_));
+  m.impl("sparse_resize_and_clear_", OPENREG_GENERIC(sparse_resize_and_clear_));
+  m.impl("copy_sparse_to_sparse_", OPENREG_GENERIC(copy_sparse_));
+  m.impl("copy_", OPENREG_GENERIC(copy_sparse_wrapper_));
+}
+
+TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
+  m.impl("empty.memory_format", OPENREG_GENERIC(empty_sparse_compressed_symint));
+  m.impl("empty_like", OPENREG_GENERIC(empty_like_sparse_csr));
+  m.impl("crow_indices", OPENREG_GENERIC(crow_indices_sparse_csr));
+  m.impl("col_indices", OPENREG_GENERIC(col_indices_sparse_csr));
+  m.impl("ccol_indices", OPENREG_GENERIC(ccol_indices_sparse_csr));
+  m.impl("row_indices", OPENREG_GENERIC(row_indices_sparse_csr));
+  m.impl("values", OPENREG_GENERIC(values_sparse_csr));
+  m.impl("_nnz", OPENREG_GENERIC(_nnz_sparse_csr));
+  m.impl("sparse_dim", OPENREG_GENERIC(sparse_dim_sparse_csr));
+  m.impl("dense_dim", OPENREG_GENERIC(dense_dim_sparse_csr));
+  m.impl("resize_as_sparse_", OPENREG_GENERIC(resize_as_sparse_compressed_));
+  m.impl("copy_", OPENREG_GENERIC(copy_sparse_compressed_));
+}
+
+// Strided nested tensors (NestedTensorImpl) keep their per-component sizes, strides and
+// offsets on the CPU, as on CUDA: these operators return them as they are.
+TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
+  m.impl("_nested_tensor_size", OPENREG_GENERIC(_nested_tensor_size));
+  m.impl("_nested_tensor_strides", OPENREG_GENERIC(_nested_tensor_strides));
+  m.impl("_nested_tensor_storage_offsets", OPENREG_GENERIC(_nested_tensor_storage_offsets));
+}
+
+TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
+}
+// DOC END: register-sparse
+
+// DOC START: register-backend-meta
+// torch.save / torch.load carry an openreg tensor's backend metadata (its layout tag)
+// in the tensor's metadata dictionary.
+const bool backend_meta_serialization = [] {
+  torch::jit::TensorBackendMetaRegistry(c10::DeviceType::PrivateUse1,
+                                        &native::save_backend_meta, &native::load_backend_meta);
+  return true;
+}();
+// DOC END: register-backend-meta
 
 // The copy kernels read conjugate/negative bits themselves (they carry them onto the
 // kernel views). Going through the Conjugate/Negative fallbacks instead would
@@ -161,8 +275,53 @@ std::unique_ptr<torch::Library> route_composite_ops_to_fallback() {
 }
 // DOC END: route-composite
 
+// DOC START: route-sparse-composite
+// The same for sparse and nested tensors: PyTorch's composites (e.g. the structured sin,
+// add, sum) would allocate strided outputs for them; where SparseCPU, SparseCsrCPU or
+// NestedTensorCPU has a kernel of its own, openreg's take it through the fallback.
+std::unique_ptr<torch::Library> route_sparse_composite_ops_to_fallback(
+    c10::DispatchKey openreg_key, c10::DispatchKey cpu_key) {
+  if (native::fallback_mode() == native::FallbackMode::Selective) {
+    return nullptr;
+  }
+  auto library = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", openreg_key,
+                                                  __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    const auto op = dispatcher.findOp(name);
+    if (!op.has_value() || name.name.rfind("aten::", 0) != 0 ||
+        op->hasKernelForDispatchKey(openreg_key) || !op->hasKernelForDispatchKey(cpu_key)) {
+      continue;
+    }
+    // Nested tensors have an autograd key of their own (AutogradNestedTensor), so even a
+    // CompositeImplicitAutograd operator (matmul) reaches the backend undecomposed.
+    const bool implicit = openreg_key == c10::DispatchKey::NestedTensorPrivateUse1 &&
+                          op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
+    if (!implicit &&
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) &&
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd)) {
+      continue;
+    }
+    const std::string qualified = name.overload_name.empty()
+        ? name.name : name.name + "." + name.overload_name;
+    library->impl(qualified.c_str(),
+                  torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
+  }
+  return library;
+}
+// DOC END: route-sparse-composite
+
 // Last: after every kernel registered above in this file.
 const std::unique_ptr<torch::Library> composite_routes = route_composite_ops_to_fallback();
+const std::unique_ptr<torch::Library> sparse_composite_routes =
+    route_sparse_composite_ops_to_fallback(c10::DispatchKey::SparsePrivateUse1,
+                                           c10::DispatchKey::SparseCPU);
+const std::unique_ptr<torch::Library> compressed_composite_routes =
+    route_sparse_composite_ops_to_fallback(c10::DispatchKey::SparseCsrPrivateUse1,
+                                           c10::DispatchKey::SparseCsrCPU);
+const std::unique_ptr<torch::Library> nested_composite_routes =
+    route_sparse_composite_ops_to_fallback(c10::DispatchKey::NestedTensorPrivateUse1,
+                                           c10::DispatchKey::NestedTensorCPU);
 
 } // namespace
 

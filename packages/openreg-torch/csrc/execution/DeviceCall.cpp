@@ -3,6 +3,7 @@
 #include <ATen/ops/empty_strided.h>
 
 #include "execution/KernelView.h"
+#include "execution/MemberKernelView.h"
 #include "runtime/OpenRegDeviceAllocator.h"
 
 namespace at::native::openreg {
@@ -72,11 +73,55 @@ at::Tensor DeviceCall::make_alias(const at::Tensor& original, bool output) {
   if (!original.defined() || original.device().type() != c10::kPrivateUse1) {
     return original;  // CPU tensors go to the CPU kernel as they are
   }
+  if (has_members(original)) {
+    return make_member_alias(original, output);
+  }
   TORCH_CHECK(original.layout() == c10::kStrided, "openreg: ", op_name_, " got a ",
               original.layout(), " tensor; openreg supports strided tensors only");
   at::Tensor alias = kernel_alias(original, output ? routing_allocator() : nullptr);
   aliased_.push_back({&original, alias, output});
   return alias;
+}
+
+// DOC START: member-alias
+// Sparse and nested tensors (MemberKernelView.h): their members are held here (their
+// aliases point at them) and aliased like any dense tensor, outputs included: a kernel
+// that grows a written sparse tensor's values grows device memory.
+at::Tensor DeviceCall::make_member_alias(const at::Tensor& original, bool output) {
+  MemberAliased entry{&original, {}, output, {}, {}};
+  for (at::Tensor& member : member_tensors(original)) {
+    const at::Tensor& held = held_members_.emplace_back(std::move(member));
+    entry.members.push_back(&held);
+    entry.member_aliases.push_back(make_alias(held, output));
+  }
+  entry.alias = tensor_over_members(original, entry.member_aliases, c10::Device(c10::kCPU));
+  kernel_keys_ = kernel_keys_.add(cpu_kernel_key(original));
+  at::Tensor alias = entry.alias;
+  member_aliased_.push_back(std::move(entry));
+  return alias;
+}
+// DOC END: member-alias
+
+void DeviceCall::carry_requires_grad() {
+  for (Aliased& entry : aliased_) {
+    if (entry.original->requires_grad()) {
+      entry.alias.requires_grad_(true);
+    }
+  }
+  for (MemberAliased& entry : member_aliased_) {
+    if (entry.original->requires_grad()) {
+      entry.alias.requires_grad_(true);
+    }
+  }
+}
+
+const at::Tensor* DeviceCall::member_original_of(const at::Tensor& alias) const {
+  for (const MemberAliased& entry : member_aliased_) {
+    if (entry.alias.unsafeGetTensorImpl() == alias.unsafeGetTensorImpl()) {
+      return entry.original;
+    }
+  }
+  return nullptr;
 }
 
 const at::Tensor* DeviceCall::original_over(const c10::StorageImpl* alias_storage) const {
@@ -94,7 +139,7 @@ const at::Tensor* DeviceCall::original_of(const at::Tensor& alias) const {
       return entry.original;
     }
   }
-  return nullptr;
+  return member_original_of(alias);
 }
 
 // DOC START: zero-copy-write-back
@@ -126,12 +171,55 @@ void DeviceCall::write_back() {
                                   entry.alias.storage_offset());
     }
   }
+  for (const MemberAliased& entry : member_aliased_) {
+    if (entry.output) {
+      write_back_members(entry);
+    }
+  }
 }
 // DOC END: zero-copy-write-back
 
+// DOC START: member-write-back
+// The kernel may have swapped a written sparse alias's members (e.g. add_ builds new
+// indices and values): members it kept are the device tensors written back above,
+// others are results, mapped like any result (a view of an input, or adopted).
+void DeviceCall::write_back_members(const MemberAliased& entry) {
+  const c10::SmallVector<at::Tensor, 3> now = member_tensors(entry.alias);
+  auto kept = [&](size_t index) {
+    return now[index].unsafeGetTensorImpl() == entry.member_aliases[index].unsafeGetTensorImpl();
+  };
+  for (size_t index = 0; index < now.size(); ++index) {
+    if (!kept(index)) {
+      count_result(now[index]);
+    }
+  }
+  c10::SmallVector<at::Tensor, 3> members;
+  for (size_t index = 0; index < now.size(); ++index) {
+    members.push_back(kept(index) ? *entry.members[index] : to_device(now[index]));
+  }
+  set_member_tensors_of(*entry.original, entry.alias, members);
+}
+// DOC END: member-write-back
+
 void DeviceCall::count_result(const at::Tensor& result) {
-  if (!result.defined() || result.layout() != c10::kStrided) {
-    return;  // sparse results have no storage; to_device() names the problem
+  if (!result.defined()) {
+    return;
+  }
+  if (has_members(result)) {
+    // Its members are the results that hold memory (unless it is an argument's alias).
+    if (result.device().is_cpu() && member_original_of(result) == nullptr) {
+      const c10::SmallVector<at::Tensor, 3> members = member_tensors(result);
+      for (const at::Tensor& member : members) {
+        count_result(member);
+      }
+      for (size_t extra = own_member_references(result); extra > 0; --extra) {
+        count_result(members[0]);
+      }
+    }
+    return;
+  }
+  if (result.layout() != c10::kStrided) {
+    return;  // no storage; to_device() names the problem
   }
   const c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
   if (size_t* count = find_storage(result_references_, storage)) {
@@ -145,6 +233,9 @@ void DeviceCall::count_result(const at::Tensor& result) {
 at::Tensor DeviceCall::to_device(const at::Tensor& result) {
   if (!result.defined() || result.device().type() != c10::kCPU) {
     return result;
+  }
+  if (has_members(result)) {
+    return members_to_device(result);
   }
   TORCH_CHECK(result.layout() == c10::kStrided, "openreg: ", op_name_, " produced a ",
               result.layout(), " tensor; openreg supports strided tensors only");
@@ -169,10 +260,28 @@ at::Tensor DeviceCall::to_device(const at::Tensor& result) {
 at::Tensor DeviceCall::copy_to_device(const at::Tensor& result) const {
   at::Tensor copy = at::empty_strided(result.sizes(), result.strides(),
                                       result.options().device(*device_));
+  if (result.numel() == 0) {
+    return copy;  // e.g. the empty members a fresh sparse tensor starts with
+  }
   launch_kernel(c10::openreg::getCurrentOpenRegStream(device_->index()), op_name_,
                 [&] { kernel_alias(copy).copy_(result); });
   return copy;
 }
 // DOC END: zero-copy-results
+
+// DOC START: member-results
+// A sparse or nested result: the argument it is, or an openreg one over its members
+// mapped as dense results are (views of inputs stay views, fresh memory is adopted).
+at::Tensor DeviceCall::members_to_device(const at::Tensor& result) {
+  if (const at::Tensor* original = member_original_of(result)) {
+    return *original;
+  }
+  c10::SmallVector<at::Tensor, 3> members;
+  for (const at::Tensor& member : member_tensors(result)) {
+    members.push_back(to_device(member));
+  }
+  return tensor_over_members(result, members, *device_);
+}
+// DOC END: member-results
 
 } // namespace at::native::openreg

@@ -13,7 +13,9 @@
 //      - a fresh result lives in routed device memory and is adopted (no copy) when the
 //        results alone hold it; several results sharing one storage share one device
 //        storage; anything else (worker-thread allocations) is copied;
-//      - an output the kernel resized (out=) gets the new memory and shape written back.
+//      - an output the kernel resized (out=) gets the new memory and shape written back;
+//      sparse and nested tensors are aliased and mapped member by member
+//      (MemberKernelView.h).
 // Its adapters: the boxed fallback (aten/native/ZeroCopyFallback.cpp), unboxed kernels
 // (RunOnDevice.h), TensorIterator loops (DeviceLoops.h), copies and .item().
 //
@@ -27,6 +29,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/SmallVector.h>
 
+#include <list>
 #include <optional>
 #include <string_view>
 
@@ -64,10 +67,19 @@ class OPENREG_TORCH_API DeviceCall {
   c10::Device device() const { return *device_; }
 
   // 2. The tensor the CPU kernel sees: an alias of an openreg tensor's kernel view; CPU
-  //    tensors (scalars, indices) as they are. `original` must outlive the call.
+  //    tensors (scalars, indices) as they are. `original` must outlive the call. A
+  //    sparse or nested tensor becomes a CPU one over its members' aliases
+  //    (MemberKernelView.h).
   at::Tensor alias(const at::Tensor& original);
   // The same for an output the kernel may resize (out=); see write_back().
   at::Tensor alias_output(const at::Tensor& original);
+  // The dispatch keys of the CPU kernel for the aliases made so far: CPU, and
+  // SparseCPU / SparseCsrCPU / NestedTensorCPU once a sparse or nested alias exists.
+  c10::DispatchKeySet kernel_keys() const { return kernel_keys_; }
+  // Gives each alias its original's requires_grad. Sparse CPU kernels read it (e.g.
+  // sparse.mm with a reduction keeps what its backward needs only for inputs that
+  // require grad); aliases otherwise leave it unset, which costs nothing.
+  void carry_requires_grad();
 
   // 3. Runs `kernel` stream-ordered on the current stream of the call's device.
   template <typename Kernel>
@@ -81,7 +93,8 @@ class OPENREG_TORCH_API DeviceCall {
     launch_kernel(stream, op_name_, std::forward<Kernel>(kernel));
   }
 
-  // 4. Moves memory and shape of resized outputs back onto their device tensors.
+  // 4. Moves memory and shape of resized outputs back onto their device tensors; a
+  //    written sparse argument takes the members and metadata its alias ended with.
   void write_back();
   // Results: count every result first, then map each with to_device().
   void count_result(const at::Tensor& result);
@@ -96,8 +109,21 @@ class OPENREG_TORCH_API DeviceCall {
     bool output;
   };
 
+  // A sparse argument: its alias, and its members as held here with their aliases.
+  struct MemberAliased {
+    const at::Tensor* original;
+    at::Tensor alias;
+    bool output;
+    c10::SmallVector<const at::Tensor*, 3> members;
+    c10::SmallVector<at::Tensor, 3> member_aliases;
+  };
+
   at::Tensor make_alias(const at::Tensor& original, bool output);
+  at::Tensor make_member_alias(const at::Tensor& original, bool output);
   const at::Tensor* original_over(const c10::StorageImpl* alias_storage) const;
+  const at::Tensor* member_original_of(const at::Tensor& alias) const;
+  at::Tensor members_to_device(const at::Tensor& result);
+  void write_back_members(const MemberAliased& entry);
   at::Tensor copy_to_device(const at::Tensor& result) const;
 
   const std::string_view op_name_;
@@ -105,6 +131,9 @@ class OPENREG_TORCH_API DeviceCall {
   std::optional<c10::Device> device_;
   c10::OptionalDeviceGuard guard_;
   c10::SmallVector<Aliased, 4> aliased_;
+  c10::SmallVector<MemberAliased, 1> member_aliased_;
+  std::list<at::Tensor> held_members_;  // stable addresses; allocates nothing while empty
+  c10::DispatchKeySet kernel_keys_{c10::DispatchKey::CPU};
   // A call touches a few storages: linear scans beat hashing (and allocating) here.
   c10::SmallVector<std::pair<const c10::StorageImpl*, c10::Storage>, 2> adopted_;
   c10::SmallVector<std::pair<const c10::StorageImpl*, size_t>, 2> result_references_;

@@ -4,6 +4,7 @@
 #include <torch/extension.h>
 
 #include "aten/OperatorRoutes.h"
+#include "aten/OpenRegTensorMeta.h"
 #include "aten/native/Fallback.h"
 #include "python/DeviceWorkLog.h"
 #include "python/Distributed.h"
@@ -99,6 +100,8 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_register_fallback_for", &at::openreg::register_fallback_for);
   m.def("_route_of", &at::openreg::route_of);
+  m.def("_set_layout_tag", &at::native::openreg::set_layout_tag);
+  m.def("_get_layout_tag", &at::native::openreg::layout_tag);
   // Through at::globalContext(), as PyTorch's core reaches the hooks (used by tests).
   m.def("_has_primary_context", [](DeviceIndex device) {
     return at::globalContext().getAcceleratorHooksInterface(c10::kPrivateUse1)

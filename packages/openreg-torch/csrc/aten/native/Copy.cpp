@@ -6,6 +6,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
+#include "aten/OpenRegTensorMeta.h"
 #include "execution/DeviceCall.h"
 #include "execution/DeviceLaunch.h"
 #include "runtime/OpenRegFunctions.h"
@@ -70,6 +71,9 @@ void kernel_copy(const Tensor& src, const Tensor& dst, c10::Device device) {
 // DOC START: copy-from
 Tensor _copy_from(const Tensor& source, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(is_device(source) || is_device(dst), "openreg: _copy_from needs an openreg tensor");
+  if (is_device(source) && is_device(dst)) {
+    copy_layout_tag(source, dst);  // clone, .to("openreg:1"): the copy keeps the tag
+  }
   if (dst.numel() == 0) {
     return dst;
   }

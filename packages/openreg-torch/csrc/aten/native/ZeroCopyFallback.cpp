@@ -29,9 +29,12 @@ class FallbackCall {
                 op_.schema().name(),
                 " reached the openreg fallback without an openreg tensor or device argument");
     alias_inputs();
-    call_.launch([&] {
-      op_.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack_);
-    }, Allocations::Routed);
+    // The CPU kernel for the aliases: CPU's, or SparseCPU's / SparseCsrCPU's for sparse ones.
+    const c10::DispatchKeySet kernel_keys = call_.kernel_keys();
+    if (kernel_keys != c10::DispatchKeySet(c10::DispatchKey::CPU)) {
+      call_.carry_requires_grad();
+    }
+    call_.launch([&] { op_.redispatchBoxed(kernel_keys, &stack_); }, Allocations::Routed);
     call_.write_back();
     map_results();
   }

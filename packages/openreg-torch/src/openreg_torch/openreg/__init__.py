@@ -21,6 +21,8 @@ from .random import __all__ as _random_all
 from .streams import *  # noqa: F403
 from .streams import __all__ as _streams_all
 from ..multiprocessing import ipc_collect, ipc_memory_stats
+from .tensor_meta import *  # noqa: F403
+from .tensor_meta import __all__ as _tensor_meta_all
 
 __all__ = [
     "is_available",
@@ -42,6 +44,7 @@ __all__ = [
     *_memory_all,
     *_random_all,
     *_streams_all,
+    *_tensor_meta_all,
 ]
 
 
