@@ -131,13 +131,25 @@ namespace {
                               "no CPU kernel for openreg's fallback to run on device memory; "
                               "operators implemented for CUDA only need an openreg kernel).");
 }
+
+// Whether PyTorch has a CPU kernel for the fallback to run: the dense one, or for sparse
+// and nested calls the one of SparseCPU, SparseCsrCPU or NestedTensorCPU.
+bool has_cpu_kernel(const c10::OperatorHandle& op) {
+  for (const auto key : {c10::DispatchKey::CPU, c10::DispatchKey::SparseCPU,
+                         c10::DispatchKey::SparseCsrCPU, c10::DispatchKey::NestedTensorCPU}) {
+    if (op.hasComputedKernelForDispatchKey(key)) {
+      return true;
+    }
+  }
+  return false;
+}
 // DOC END: missing-cpu-kernel
 
 } // namespace
 
 // The way an allowed operator falls back: the copy mode copies, every other zero-copies.
 void allowed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  if (!op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU)) {
+  if (!has_cpu_kernel(op)) {
     raise_missing_on_openreg(op);
   }
   if (fallback_mode() == FallbackMode::Copy) {
