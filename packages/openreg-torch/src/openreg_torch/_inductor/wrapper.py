@@ -1,0 +1,78 @@
+"""The host side of openreg graphs: the twin of Inductor's PythonWrapperCodegen for CUDA.
+
+Generated wrapper code is Inductor's own, with two differences for openreg kernels:
+each kernel is loaded as an ``openreg_torch._C._CompiledKernel`` (kernel_launch.py)
+rather than as the CPU's Python binding, and calling it launches the kernel on the
+current openreg stream. Buffers are allocated with ``empty_strided(..., device='openreg')``,
+from openreg's caching allocator; device guards are ``torch.openreg.device``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+from torch._inductor.virtualized import V
+
+_PYBINDING_CALL = "async_compile.cpp_pybinding("
+_OPENREG_KERNEL_IMPORT = "from openreg_torch._inductor.kernel_launch import openreg_cpp_kernel"
+
+
+def _on_openreg() -> bool:
+    device = V.graph.get_current_device_or_throw()
+    return device.type == "openreg"
+
+
+class OpenRegPythonWrapperCodegen(PythonWrapperCodegen):
+    @staticmethod
+    def create(
+        is_subgraph: bool,
+        subgraph_name: str | None,
+        parent_wrapper: PythonWrapperCodegen | None,
+        partition_signatures: Any = None,
+    ):
+        if is_subgraph:
+            assert subgraph_name is not None and parent_wrapper is not None
+            return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
+        return OpenRegPythonWrapperCodegen()
+
+    def write_header(self) -> None:
+        super().write_header()
+        self.imports.writeline(_OPENREG_KERNEL_IMPORT)
+
+    # DOC START: wrapper-define-kernel
+    def define_kernel(
+        self,
+        kernel_name: str,
+        kernel_body: str,
+        metadata: str | None = None,
+        gpu: bool = True,
+        cpp_definition: str | None = None,
+    ):
+        # A C++ kernel for openreg: compiled as for the CPU, loaded as a launcher.
+        if not gpu and kernel_body.startswith(_PYBINDING_CALL) and _on_openreg():
+            arguments = kernel_body[len(_PYBINDING_CALL):]
+            kernel_body = f"openreg_cpp_kernel(async_compile, {kernel_name!r}, {arguments}"
+        super().define_kernel(kernel_name, kernel_body, metadata, gpu, cpp_definition)
+    # DOC END: wrapper-define-kernel
+
+    def _generate_kernel_call_helper(self, kernel_name: str, call_args, *, device=None,
+                                     triton=True, **kwargs):
+        device = device or V.graph.get_current_device_or_throw()
+        if not triton and device.type == "openreg":
+            # The launcher takes the arguments as the CPU binding does.
+            self.writeline(self.wrap_kernel_call(kernel_name, call_args))
+            return
+        super()._generate_kernel_call_helper(kernel_name, call_args, device=device,
+                                             triton=triton, **kwargs)
+
+
+class OpenRegCppWrapperCodegen(PythonWrapperCodegen):
+    """``cpp_wrapper=True`` on openreg: not supported yet (a clear error)."""
+
+    @staticmethod
+    def create(*args: Any, **kwargs: Any):
+        raise NotImplementedError(
+            "openreg: torch.compile with cpp_wrapper=True is not supported (the C++ "
+            "wrapper would have to launch each kernel through openreg's execution layer)"
+        )
