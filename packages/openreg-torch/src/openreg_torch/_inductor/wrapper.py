@@ -12,10 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+from torch._inductor.stream_constants import DEFAULT_STREAM, DEFAULT_STREAM_IDX
+from torch._inductor.stream_utils import get_stream_name
 from torch._inductor.virtualized import V
 
 _PYBINDING_CALL = "async_compile.cpp_pybinding("
 _OPENREG_KERNEL_IMPORT = "from openreg_torch._inductor.kernel_launch import openreg_cpp_kernel"
+_EXTERNAL_OBJECT_IMPORT = (
+    "from torch._dynamo.graph_bytecode_inputs import get_external_object_by_index")
 
 
 def _on_openreg() -> bool:
@@ -65,6 +69,32 @@ class OpenRegPythonWrapperCodegen(PythonWrapperCodegen):
             return
         super()._generate_kernel_call_helper(kernel_name, call_args, device=device,
                                              triton=triton, **kwargs)
+
+    # DOC START: wrapper-devices-and-streams
+    # Inductor writes device guards (and with them the user streams of a graph) only for
+    # GPU device types (utils.device_need_guard). openreg runs without a guard, like the
+    # CPU: each allocation names its device, and a stream is looked up where its
+    # context is entered.
+    def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None,
+                        is_pinned=False):
+        line = super().make_allocation(name, device, dtype, shape, stride, allocation_shape,
+                                       is_pinned)
+        if device.type == "openreg" and device.index is not None:
+            line = line.replace("device='openreg'", f"device='openreg:{device.index}'", 1)
+        return line
+
+    def codegen_cuda_stream_enter(self, stream_idx: int):
+        if V.graph.device_type == "openreg":
+            if stream_idx == DEFAULT_STREAM_IDX:
+                self.writeline(f"{DEFAULT_STREAM} = torch.openreg.current_stream()")
+            else:
+                if not self.imports.contains(_EXTERNAL_OBJECT_IMPORT):
+                    self.imports.writeline(_EXTERNAL_OBJECT_IMPORT)
+                user_object = V.graph.scheduler.stream_idx_to_user_obj_idx[stream_idx]
+                self.writeline(f"{get_stream_name(stream_idx)} = "
+                               f"get_external_object_by_index({user_object})")
+        return super().codegen_cuda_stream_enter(stream_idx)
+    # DOC END: wrapper-devices-and-streams
 
 
 class OpenRegCppWrapperCodegen(PythonWrapperCodegen):
