@@ -8,8 +8,10 @@ CUDACombinedScheduling (which picks Triton); here the C++ backend is the only on
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from torch._inductor import config
 from torch._inductor.codegen.cpp import CppScheduling
 
 # DOC START: cpu-exemptions
@@ -47,8 +49,28 @@ def _answer_as_for_the_cpu(scheduler: Any) -> None:
         setattr(scheduler, name, exempt)
 
 
+# DOC START: cpp-backend
+# While Inductor writes a kernel, its code generation asks which language it writes
+# (utils.get_current_backend): "cpp" for the CPU, `config.cuda_backend` ("triton") for
+# any other device type. openreg's kernels are C++: the question gets the CPU's answer,
+# for as long as openreg's scheduling generates code.
+def _writes_cpp(method):
+    @functools.wraps(method)
+    def generate(self, *args, **kwargs):
+        with config.patch(cuda_backend="cpp"):
+            return method(self, *args, **kwargs)
+
+    return generate
+# DOC END: cpp-backend
+
+
 class OpenRegScheduling(CppScheduling):
     def __init__(self, scheduler: Any) -> None:
         super().__init__(scheduler)
         if scheduler is not None:
             _answer_as_for_the_cpu(scheduler)
+
+    codegen_node = _writes_cpp(CppScheduling.codegen_node)
+    codegen_template = _writes_cpp(CppScheduling.codegen_template)
+    codegen_outer_loop_node = _writes_cpp(CppScheduling.codegen_outer_loop_node)
+    flush = _writes_cpp(CppScheduling.flush)
