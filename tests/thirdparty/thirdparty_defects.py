@@ -20,7 +20,6 @@ FUSED_RNN_CELLS = pytest.mark.xfail(
     "kernels for _thnn_fused_{lstm,gru}_cell and their _backward(_impl) ops",
 )
 
-# torch.compile of scaled_dot_product_attention: the SDPA choice re-dispatches real tensors.
 # nn.Embedding(sparse=True): sparse COO gradients have no openreg kernels.
 SPARSE_GRADIENTS = pytest.mark.xfail(
     strict=True,

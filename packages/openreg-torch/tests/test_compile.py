@@ -188,6 +188,16 @@ def test_dynamic_true_one_graph_for_every_batch():
     assert counter.frame_count == 1
 
 
+def test_attention_with_dynamic_shapes():
+    # The SDPA choice is made on the fake tensors of the trace (symbolic sizes).
+    fn = torch.compile(lambda q: torch.nn.functional.scaled_dot_product_attention(q, q, q),
+                       dynamic=True)
+    for length in (5, 7):
+        q = torch.randn(2, 2, length, 8)
+        torch.testing.assert_close(fn(q.to("openreg")).cpu(),
+                                   torch.nn.functional.scaled_dot_product_attention(q, q, q))
+
+
 def test_automatic_dynamic_shapes_recompile_once():
     counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
     fn = torch.compile(lambda x: (x.cos() * 2).sum(-1), backend=counter)
