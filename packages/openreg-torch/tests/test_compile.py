@@ -86,6 +86,28 @@ def test_dynamo_knows_openreg_from_its_import():
     assert interface.Worker.get_device_properties().multi_processor_count >= 1
 
 
+def test_registration_is_lazy_and_leaves_cpu_programs_alone(run_python):
+    # `import torch` loads neither Dynamo nor Inductor; importing Dynamo registers openreg.
+    # (Tracing a CPU function does start the openreg runtime, as it would start CUDA's:
+    # Dynamo asks torch.accelerator for the current stream of every frame it traces.)
+    result = run_python(
+        """
+        import sys
+        import torch
+        print("dynamo imported:", "torch._dynamo" in sys.modules,
+              "inductor imported:", "torch._inductor" in sys.modules)
+        from torch._dynamo.device_interface import device_interfaces
+        print("registered:", "openreg" in device_interfaces)
+        out = torch.compile(lambda x: x.sin() + 1)(torch.ones(3))
+        print("cpu result:", out.tolist() == (torch.ones(3).sin() + 1).tolist())
+        """,
+        timeout=240,
+    )
+    assert "dynamo imported: False inductor imported: False" in result.stdout, result
+    assert "registered: True" in result.stdout, result
+    assert "cpu result: True" in result.stdout, result
+
+
 def test_user_streams_inside_a_compiled_graph():
     stream = torch.openreg.Stream()
 
