@@ -292,3 +292,70 @@ def test_aot_inductor_is_a_clear_error(tmp_path):
     with pytest.raises(Exception, match="C\\+\\+ wrapper .* is not supported on openreg"):
         torch._inductor.aoti_compile_and_package(program,
                                                  package_path=str(tmp_path / "model.pt2"))
+
+
+# --- the launcher, directly ------------------------------------------------------------
+
+SCALE_SOURCE = r'''
+#include <cstdint>
+extern "C" void kernel(const float* in_ptr0, float* out_ptr0, const int64_t ks0,
+                       const float ks1) {
+    for (int64_t i = 0; i < ks0; ++i) {
+        out_ptr0[i] = in_ptr0[i] * ks1;
+    }
+}
+'''
+SCALE_TYPES = ["const float*", "float*", "const int64_t", "const float"]
+
+
+@pytest.fixture(scope="module")
+def scale_kernel():
+    from torch._inductor.async_compile import AsyncCompile
+
+    from openreg_torch._inductor.kernel_launch import openreg_cpp_kernel
+
+    with inductor_config.patch(compile_threads=1):
+        return openreg_cpp_kernel(AsyncCompile(), "test_scale", SCALE_TYPES, SCALE_SOURCE)
+
+
+def test_launcher_passes_pointers_ints_and_floats(scale_kernel):
+    x = torch.arange(6.0, device="openreg")
+    out = torch.zeros(6, device="openreg")
+    _, kernels = launched_kernels(lambda: scale_kernel(x, out, 4, 2.5))
+    assert kernels == ["test_scale"]
+    torch.testing.assert_close(out.cpu(), torch.tensor([0.0, 2.5, 5.0, 7.5, 0.0, 0.0]))
+    # A view's address includes its storage offset, as the CPU binding's does.
+    scale_kernel(x[2:], out[1:], 2, -1.0)
+    torch.testing.assert_close(out.cpu()[1:3], torch.tensor([-2.0, -3.0]))
+
+
+def test_launcher_rejects_bad_arguments(scale_kernel):
+    x = torch.arange(4.0, device="openreg")
+    with pytest.raises(RuntimeError, match="takes 4 arguments, got 3"):
+        scale_kernel(x, x, 4)
+    with pytest.raises(TypeError, match="expected a tensor for argument 1, got int"):
+        scale_kernel(x, 7, 4, 1.0)
+    with pytest.raises(RuntimeError, match="got a tensor on meta for argument 0"):
+        scale_kernel(torch.empty(4, device="meta"), x, 4, 1.0)
+    with pytest.raises(RuntimeError, match="got tensors on openreg:0 and openreg:1"):
+        scale_kernel(x, torch.empty(4, device="openreg:1"), 4, 1.0)
+    with pytest.raises(RuntimeError, match="argument kind must be p, i or f"):
+        openreg_torch._C._CompiledKernel("bad", scale_kernel_library(scale_kernel), "px")
+    with pytest.raises(RuntimeError, match="is not loaded"):
+        openreg_torch._C._CompiledKernel("bad", "/nonexistent/kernel.so", "p")
+    with pytest.raises(NotImplementedError, match="C\\+\\+ type 'const double' is not"):
+        from openreg_torch._inductor.kernel_launch import argument_kinds
+
+        argument_kinds(["const double"])
+
+
+def scale_kernel_library(kernel):
+    """The library a launcher was made from: a loaded kernel module with the entry."""
+    import ctypes
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        if name.endswith(".kernel") and hasattr(ctypes.CDLL(path), "openreg_kernel_entry"):
+            return path
+    raise LookupError("no openreg kernel library is loaded")
