@@ -356,6 +356,7 @@ def scale_kernel_library(kernel):
 
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""
-        if name.endswith(".kernel") and hasattr(ctypes.CDLL(path), "openreg_kernel_entry"):
+        if (name.endswith(".kernel") and path.endswith(".so")
+                and hasattr(ctypes.CDLL(path), "openreg_kernel_entry")):
             return path
     raise LookupError("no openreg kernel library is loaded")
