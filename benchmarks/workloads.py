@@ -340,6 +340,75 @@ def build_clone(device: torch.device, quick: bool) -> Case:
     return Case(run=run, result=lambda: state["out"], nbytes=COPY_BYTES)
 
 
+# --- torch.compile ---------------------------------------------------------------------------
+# The same model compiled by Inductor on each side: C++ CPU kernels on the CPU, the same
+# kernels launched on openreg memory through the execution layer on the device.
+
+
+def build_compiled_mlp(device: torch.device, quick: bool) -> Case:
+    _seed(0)
+    model = _mlp()
+    x = torch.randn(256, 512)
+    y = torch.randint(0, 10, (256,))
+    model, x, y = _to(model, device), x.to(device), y.to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
+    compiled = torch.compile(model)
+    loss_fn = nn.CrossEntropyLoss()
+    state = {}
+
+    def run():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(compiled(x), y)
+        loss.backward()
+        opt.step()
+        state["loss"] = loss.detach()
+
+    return Case(run=run, result=lambda: {"loss": state["loss"], **_params(model)},
+                check_steps=3)
+
+
+def build_compiled_transformer(device: torch.device, quick: bool) -> Case:
+    _seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dropout=0.0, batch_first=True)
+    x = torch.randn(16, 64, 256)
+    layer, x = _to(layer, device), x.to(device)
+    compiled = torch.compile(layer)
+    state = {}
+
+    def run():
+        layer.zero_grad(set_to_none=True)
+        out = compiled(x)
+        loss = out.square().mean()
+        loss.backward()
+        state["out"] = out.detach()
+
+    return Case(run=run, result=lambda: {"out": state["out"], **_grads(layer)})
+
+
+def build_compile_time(device: torch.device, quick: bool) -> Case:
+    """First call of a freshly compiled MLP forward+backward: Dynamo, AOTAutograd and
+    Inductor each time, with Inductor's FX-graph and AOT caches off. The C++ kernels are
+    compiled in the warm-up repetition and then reused from the in-process code cache,
+    on both sides alike: the row compares what openreg adds to compiling, not g++."""
+    import torch._inductor.config as inductor_config
+
+    _seed(0)
+    model = _to(nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 10)), device)
+    x = torch.randn(32, 64).to(device)
+    state = {}
+
+    def run():
+        torch._dynamo.reset()
+        with inductor_config.patch(force_disable_caches=True):
+            compiled = torch.compile(model)
+            model.zero_grad(set_to_none=True)
+            out = compiled(x)
+            out.square().mean().backward()
+        state["out"] = out.detach()
+
+    return Case(run=run, result=lambda: {"out": state["out"], **_grads(model)})
+
+
 # Copies must reach 97% of a host memcpy's bandwidth: as a time ratio, <= 1 / 0.97.
 COPY_TARGET = 1 / 0.97
 # Small ops: element counts / matrix sizes with iterations per repetition (about 1-5 ms each).
@@ -378,6 +447,13 @@ WORKLOADS: list[Workload] = [
     Workload("dataloader_pinned", "DataLoader epoch, 2048x3x32x32 batch 64; device: "
              "pin_memory + non_blocking .to() (CPU: no pinning, no move)", 1.10,
              build_dataloader, reps=31),
+    Workload("compiled_mlp_step", "torch.compile'd MLP 512-1024-1024-10, batch 256, fwd+bwd "
+             "(eager Adam step)", 1.05, build_compiled_mlp, reps=61),
+    Workload("compiled_transformer_step", "torch.compile'd TransformerEncoderLayer d256 h4 "
+             "seq64 batch16 fwd+bwd", 1.05, build_compiled_transformer, reps=31),
+    Workload("compile_time_first_call", "first call of a fresh torch.compile of a small MLP "
+             "fwd+bwd (Inductor caches off)", 1.2, build_compile_time, reps=5, quick_reps=1,
+             warmup=1),
     Workload("cpu_autoload_overhead", "MLP train step on the CPU, process with openreg "
              "autoloaded vs TORCH_DEVICE_BACKEND_AUTOLOAD=0 (columns: off / on)", 1.01,
              build=None, reps=31, quick_reps=2, warmup=2, measure=measure_autoload_overhead),

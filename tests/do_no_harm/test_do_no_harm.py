@@ -12,6 +12,7 @@ one compile thread (no worker pool to start). The two runs go in parallel.
 """
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -22,6 +23,8 @@ import pytest
 
 TIMEOUT = 180  # seconds per program; torch.compile on a loaded 2-core machine is slow
 AUTOLOAD, PLAIN = "autoload", "plain"
+TORCH_LOG_PREFIX = re.compile(r"^(?P<level>[DIWEC])\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ ",
+                              re.MULTILINE)
 
 
 def _free_port() -> socket.socket:
@@ -53,6 +56,9 @@ class Runs:
 
     def stderr_lines(self, mode: str) -> list[str]:
         text = self.results[mode].stderr.replace(str(self.tmp_path / mode), "<tmp>")
+        # torch's log records start with their time and process id ("W1125 10:06:44.873000
+        # 11668 torch/utils/cpp_extension.py:183] ..."): the same record differs there.
+        text = TORCH_LOG_PREFIX.sub(r"\g<level> <time> <pid> ", text)
         return [line for line in text.splitlines() if line.strip()]
 
     def assert_same(self) -> str:
@@ -213,14 +219,9 @@ def test_dataloader_with_workers(run_both):
     assert runs.assert_same().count("\n") == 5
 
 
-# Known harm under torch 2.14.1 (a CUDA build of torch here, run without CUDA): with openreg
-# loaded, compiling a CPU function imports torch.utils.cpp_extension, which warns "No CUDA
-# runtime is found"; torch 2.13's CPU wheel has no such warning. Why Inductor takes that
-# import only with a PrivateUse1 backend registered is not found yet.
-@pytest.mark.xfail(
-    tuple(int(part) for part in __import__("torch").__version__.split(".")[:2]) >= (2, 14),
-    strict=True, raises=Harm,
-    reason="torch 2.14: compiling with openreg loaded warns 'No CUDA runtime is found'")
+# Under torch 2.14.1 (a CUDA build, run here without CUDA but with an nvcc on PATH) both
+# runs log "No CUDA runtime is found" when Inductor imports torch.utils.cpp_extension; the
+# records differ only in their time and process id, which stderr_lines() masks.
 def test_torch_compile_of_a_cpu_function(run_both):
     runs = run_both(
         """

@@ -275,3 +275,25 @@ def test_bf16_autocast_forward_matches_cpu(name):
     assert_same_tensor(actual.logits, expected.logits, rtol=bf16_scale,
                        atol=bf16_scale * expected.logits.abs().max().item())
     assert_same_tensor(actual.loss, expected.loss, rtol=bf16_scale, atol=0)
+
+
+def test_compiled_gpt2_training_matches_cpu():
+    # torch.compile (Inductor) of GPT-2's loss, forward and backward, with dropout: the
+    # openreg graph runs Inductor's C++ kernels on device memory, the CPU graph the same
+    # kernels on host memory; the same seed gives the same dropout masks on both.
+    torch._dynamo.reset()
+    cpu_model, device_model = build("gpt2")
+    ids = torch.randint(3, VOCAB, (2, 12))
+    results = {}
+    for side, model, x in (("cpu", cpu_model, ids), ("openreg", device_model, ids.to(DEVICE))):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
+        loss_of = torch.compile(lambda x, model=model: model(input_ids=x, labels=x).loss)
+        torch.manual_seed(5)
+        for _ in range(2):
+            optimizer.zero_grad()
+            loss = loss_of(x)
+            loss.backward()
+            optimizer.step()
+        results[side] = (loss, model)
+    assert_same_tensor(results["openreg"][0], results["cpu"][0])
+    assert_same_state(results["openreg"][1], results["cpu"][1])

@@ -9,7 +9,6 @@ import pytest
 # module.to("openreg") swaps Parameters instead of moving them in place.
 # torch.utils.checkpoint cannot see that openreg is initialised.
 # LSTM/GRU layers and cells: a CUDA-only fused cell operator without an openreg kernel.
-# torch.compile of scaled_dot_product_attention: the SDPA choice re-dispatches real tensors.
 # nn.Embedding(sparse=True): sparse COO gradients have no openreg kernels.
 SPARSE_GRADIENTS = pytest.mark.xfail(
     strict=True,

@@ -6,6 +6,7 @@
 #include "aten/OperatorRoutes.h"
 #include "aten/OpenRegTensorMeta.h"
 #include "aten/native/Fallback.h"
+#include "python/CompiledKernel.h"
 #include "python/DeviceWorkLog.h"
 #include "python/Distributed.h"
 #include "python/Ipc.h"
@@ -116,5 +117,6 @@ PYBIND11_MODULE(_C, m) {
   openreg_torch::init_distributed_bindings(m);
   openreg_torch::init_ipc_bindings(m);
   openreg_torch::init_memory_snapshot_bindings(m);
+  openreg_torch::init_compiled_kernel_bindings(m);
 }
 // DOC END: module-methods

@@ -27,6 +27,11 @@ __version__ = "0.1.0"
 __all__ = ["fallback", "get_include", "get_library_dir"]
 
 register_backend(openreg)
+# torch.compile: Dynamo learns about openreg when Dynamo is imported (_dynamo/),
+# Inductor when it first compiles (torch.openreg.__getattr__, _inductor/).
+from . import _dynamo  # noqa: E402
+
+_dynamo.install()
 # torch.distributed: openreg tensors get the "orccl" backend (see distributed.py).
 distributed.register()
 

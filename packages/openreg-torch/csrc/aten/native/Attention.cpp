@@ -3,30 +3,19 @@
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/sdp_utils_cpp.h>
-#include <ATen/ops/_fused_sdp_choice.h>
+#include <ATen/ops/_fused_sdp_choice_native.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <limits>
 
-#include "execution/KernelView.h"
 #include "execution/RunOnDevice.h"
 
 namespace at::native::openreg {
 namespace {
-
-// A kernel view that carries the device tensor's requires_grad: the choice reads it.
-Tensor choice_view(const Tensor& tensor) {
-  Tensor alias = kernel_alias(tensor);
-  if (tensor.requires_grad()) {
-    alias.requires_grad_(true);
-  }
-  return alias;
-}
 
 // A boolean mask (True: attend) as the additive mask the CPU's fused kernel takes, as
 // scaled_dot_product_attention converts it.
@@ -80,26 +69,20 @@ bool fused_kernel_accepts(const sdp::sdp_params& params) {
 int64_t fused_sdp_choice(const Tensor& query, const Tensor& key, const Tensor& value,
                          const std::optional<Tensor>& attn_mask, double dropout_p,
                          bool is_causal, std::optional<double> scale, bool enable_gqa) {
-  // The choice reads shapes, dtypes, flags and which inputs require grad: ask the CPU's
-  // chooser about kernel views that carry the same requires_grad. Where it would run the
-  // CPU's fused (flash) kernel, openreg runs that kernel as its overrideable backend
-  // (below); any other answer (math, or flash if the user disabled OVERRIDEABLE) stands.
-  // The inner call skips Python modes: an active one (e.g. the FakeTensorMode of
-  // torch.compile) would be handed these real views and reject them.
-  const std::optional<Tensor> mask = attn_mask.has_value() && attn_mask->defined()
-      ? std::optional<Tensor>(choice_view(*attn_mask))
-      : std::nullopt;
-  const sdp::sdp_params params{choice_view(query), choice_view(key), choice_view(value), mask,
-                               dropout_p, is_causal, enable_gqa};
+  // The choice reads only metadata (shapes, strides, dtypes, flags, which inputs require
+  // grad), never values. Where the CPU's chooser would run its fused (flash) kernel,
+  // openreg runs that kernel as its overrideable backend (below); any other answer
+  // (math, or flash if the user disabled OVERRIDEABLE) stands. The CPU's chooser is
+  // called directly, not through the dispatcher, so it also answers for the fake tensors
+  // of torch.compile, symbolic shapes included.
+  const sdp::sdp_params params{query, key, value, attn_mask, dropout_p, is_causal, enable_gqa};
   const bool overrideable = at::globalContext().userEnabledOverrideableSDP();
   if (overrideable && !at::globalContext().userEnabledFlashSDP() &&
       fused_kernel_accepts(params)) {
     return static_cast<int64_t>(at::SDPBackend::overrideable);
   }
-  const c10::impl::ExcludeDispatchKeyGuard no_python_modes(
-      c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
-  const int64_t cpu_choice = at::_fused_sdp_choice(params.query, params.key, params.value,
-                                                   mask, dropout_p, is_causal, scale, enable_gqa);
+  const int64_t cpu_choice = at::native::_fused_sdp_choice_cpp(
+      query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
   if (overrideable && cpu_choice == static_cast<int64_t>(at::SDPBackend::flash_attention)) {
     return static_cast<int64_t>(at::SDPBackend::overrideable);
   }

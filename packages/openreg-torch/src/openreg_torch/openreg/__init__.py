@@ -140,9 +140,18 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     return True
 
 
+# What Inductor looks up on a PrivateUse1 device module (init_backend_registration)
+# the first time it compiles: answered by openreg_torch._inductor, imported only then.
+_INDUCTOR_HOOKS = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+
+
 def __getattr__(name: str) -> Any:
     # torch.utils.checkpoint reads `torch.<device>._initialized` to decide whether to
     # save and restore the device RNG state: a live view of the lazy-init flag.
     if name == "_initialized":
         return is_initialized()
+    if name in _INDUCTOR_HOOKS:
+        from .. import _inductor
+
+        return _inductor.device_module_attribute(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

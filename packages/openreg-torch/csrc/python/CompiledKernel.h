@@ -1,0 +1,12 @@
+#pragma once
+
+// openreg_torch._C._CompiledKernel: how torch.compile's wrapper code calls a kernel
+// Inductor generated for openreg (execution/CompiledKernel.h launches it).
+
+#include <torch/extension.h>
+
+namespace openreg_torch {
+
+void init_compiled_kernel_bindings(pybind11::module_& m);
+
+} // namespace openreg_torch
