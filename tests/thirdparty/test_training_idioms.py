@@ -22,7 +22,6 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 from torch.utils.data import DataLoader, TensorDataset
 
-from thirdparty_defects import SPARSE_GRADIENTS
 from thirdparty_compare import DEVICE, assert_same_state, assert_same_tensor
 
 # --------------------------------------------------------------------------------------
@@ -808,7 +807,6 @@ def test_ema_averaged_model_matches_cpu():
     assert_same_state(run(DEVICE), run(torch.device("cpu")))
 
 
-@SPARSE_GRADIENTS
 def test_sparse_embedding_sparse_adam_matches_cpu():
     # Large-vocabulary embeddings with sparse gradients (word2vec, DLRM-style models).
     def run(device):
