@@ -81,7 +81,8 @@ def _mlp() -> nn.Module:
     )
 
 
-def build_mlp(device: torch.device, quick: bool) -> Case:
+def build_mlp(device: torch.device, quick: bool, wrap=lambda model: model) -> Case:
+    """``wrap`` runs the forward (``torch.compile`` for the compiled row)."""
     _seed(0)
     model = _mlp()
     x = torch.randn(256, 512)
@@ -90,12 +91,13 @@ def build_mlp(device: torch.device, quick: bool) -> Case:
     # The same optimizer implementation on both sides (the default would pick `foreach` on
     # openreg and the per-tensor loop on the CPU, which is a different op sequence).
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
+    forward = wrap(model)
     loss_fn = nn.CrossEntropyLoss()
     state = {}
 
     def run():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        loss = loss_fn(forward(x), y)
         loss.backward()
         opt.step()
         state["loss"] = loss.detach()
@@ -159,16 +161,18 @@ def build_dataloader(device: torch.device, quick: bool) -> Case:
     return Case(run=run, result=lambda: [acc, labels])
 
 
-def build_transformer(device: torch.device, quick: bool) -> Case:
+def build_transformer(device: torch.device, quick: bool, wrap=lambda model: model) -> Case:
+    """``wrap`` runs the forward (``torch.compile`` for the compiled row)."""
     _seed(0)
     layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dropout=0.0, batch_first=True)
     x = torch.randn(16, 64, 256)
     layer, x = _to(layer, device), x.to(device)
+    forward = wrap(layer)
     state = {}
 
     def run():
         layer.zero_grad(set_to_none=True)
-        out = layer(x)
+        out = forward(x)
         loss = out.square().mean()
         loss.backward()
         state["out"] = out.detach()
@@ -346,43 +350,11 @@ def build_clone(device: torch.device, quick: bool) -> Case:
 
 
 def build_compiled_mlp(device: torch.device, quick: bool) -> Case:
-    _seed(0)
-    model = _mlp()
-    x = torch.randn(256, 512)
-    y = torch.randint(0, 10, (256,))
-    model, x, y = _to(model, device), x.to(device), y.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
-    compiled = torch.compile(model)
-    loss_fn = nn.CrossEntropyLoss()
-    state = {}
-
-    def run():
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(compiled(x), y)
-        loss.backward()
-        opt.step()
-        state["loss"] = loss.detach()
-
-    return Case(run=run, result=lambda: {"loss": state["loss"], **_params(model)},
-                check_steps=3)
+    return build_mlp(device, quick, wrap=torch.compile)
 
 
 def build_compiled_transformer(device: torch.device, quick: bool) -> Case:
-    _seed(0)
-    layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dropout=0.0, batch_first=True)
-    x = torch.randn(16, 64, 256)
-    layer, x = _to(layer, device), x.to(device)
-    compiled = torch.compile(layer)
-    state = {}
-
-    def run():
-        layer.zero_grad(set_to_none=True)
-        out = compiled(x)
-        loss = out.square().mean()
-        loss.backward()
-        state["out"] = out.detach()
-
-    return Case(run=run, result=lambda: {"out": state["out"], **_grads(layer)})
+    return build_transformer(device, quick, wrap=torch.compile)
 
 
 def build_compile_time(device: torch.device, quick: bool) -> Case:
