@@ -173,3 +173,17 @@ def test_overrideable_operator_takes_unbatched_inputs():
     expected[0].pow(2).sum().backward()
     for leaf, cpu_leaf in zip(device_leaves, (query, key, value)):
         torch.testing.assert_close(leaf.grad.cpu(), cpu_leaf.grad, rtol=0, atol=0)
+
+
+def test_overrideable_results_keep_their_inputs_layout():
+    # As the operator's meta functions allocate them (torch.compile plans buffers by
+    # these layouts): the output like the query, each gradient like its input. Heads
+    # split from a (batch, length, heads * dim) projection are transposed views.
+    def split(x):
+        return x.view(2, 8, 4, 16).transpose(1, 2).requires_grad_()
+
+    q, k, v = (split(randn(2, 8, 64, seed=s).to("openreg")) for s in (1, 2, 3))
+    out, *_ = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v)
+    assert out.stride() == q.stride()
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    assert [g.stride() for g in grads] == [t.stride() for t in (q, k, v)]

@@ -6,6 +6,7 @@
 #include <ATen/ops/_fused_sdp_choice_native.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
@@ -37,6 +38,17 @@ Tensor batched(const Tensor& tensor, bool unbatched) {
 std::optional<Tensor> batched(const std::optional<Tensor>& tensor, bool unbatched) {
   return tensor.has_value() && tensor->defined() ? std::optional<Tensor>(batched(*tensor, unbatched))
                                                  : tensor;
+}
+
+// `result` in the layout of `like` (same shape), as the operator's meta functions
+// allocate it (empty_like of the query, key, value): torch.compile plans buffers by it.
+Tensor laid_out_like(const Tensor& result, const Tensor& like) {
+  if (result.sizes() != like.sizes() || result.strides() == like.strides()) {
+    return result;
+  }
+  Tensor laid_out = at::empty_like(like);
+  laid_out.copy_(result);
+  return laid_out;
 }
 
 // DOC START: fused-kernel-constraints
@@ -117,7 +129,8 @@ scaled_dot_product_fused_attention_overrideable(
         // The operator's logsumexp is (batch, heads, query length), laid out contiguous
         // (its meta function says so; torch.compile plans buffers by it), batch 1 for
         // unbatched inputs.
-        return std::make_tuple(unbatched ? out.squeeze(0) : out, lse.contiguous());
+        return std::make_tuple(unbatched ? out.squeeze(0) : laid_out_like(out, q),
+                               lse.contiguous());
       },
       query, key, value, attn_bias);
   // No RNG state: the kernel has no dropout (0-dim, as the meta function's).
@@ -156,7 +169,9 @@ scaled_dot_product_fused_attention_overrideable_backward(
           return std::make_tuple(std::get<0>(grads).squeeze(0), std::get<1>(grads).squeeze(0),
                                  std::get<2>(grads).squeeze(0));
         }
-        return grads;
+        return std::make_tuple(laid_out_like(std::get<0>(grads), q),
+                               laid_out_like(std::get<1>(grads), k),
+                               laid_out_like(std::get<2>(grads), v));
       },
       grad_out, query, key, value, out, logsumexp, mask);
   return {std::move(grad_query), std::move(grad_key), std::move(grad_value), Tensor()};
