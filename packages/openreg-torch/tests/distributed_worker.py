@@ -18,6 +18,7 @@ import os
 import sys
 import time
 import traceback
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -265,6 +266,51 @@ def check_work_api(rank, world):
         send = dist.isend(t, peer) if rank == 0 else dist.irecv(t, peer)
         expect_error(send.get_future, "wait()")
         send.wait()
+    finally:
+        dist.destroy_process_group()
+
+
+class _Stashed:
+    """Stands for the contextvars context a backward pass stashes in TLS."""
+
+
+def issued_with_stashed_object(issue):
+    """Issues `issue()` while a Python object is stashed in this thread's TLS, as
+    backward() does; returns what it returned and a weak reference to the object, which
+    no one but what `issue` created still holds."""
+    stashed = _Stashed()
+    torch._C._stash_obj_in_tls("context", stashed)
+    try:
+        result = issue()
+        assert torch._C._get_obj_in_tls("context") is stashed  # restored after the call
+    finally:
+        torch._C._remove_obj_from_tls("context")
+    return result, weakref.ref(stashed)
+
+
+def check_transport_keeps_no_python_objects(rank, world):
+    """Collectives issued during backward (DDP's) leave no Python object from the thread's
+    TLS in gloo's Works and callbacks: gloo may destroy those on its thread during
+    interpreter exit, where dropping a Python object aborts the process. A plain gloo
+    group on CPU tensors keeps the object (PyTorch's own behaviour, the control)."""
+    init()
+    try:
+        x = data(rank).to(device())
+
+        def on_openreg():
+            work = dist.all_reduce(x, async_op=True)
+            return work, work.get_future()
+
+        (work, future), stashed = issued_with_stashed_object(on_openreg)
+        assert stashed() is None, "an orccl Work or its callback holds the stashed object"
+        work.wait()
+        future.wait()
+        assert_close(x.cpu(), data(0) + data(1))
+
+        cpu_work, stashed = issued_with_stashed_object(
+            lambda: dist.all_reduce(data(rank), async_op=True))  # the CPU (gloo) backend
+        assert stashed() is not None, "gloo's Work no longer keeps the TLS objects"
+        cpu_work.wait()
     finally:
         dist.destroy_process_group()
 

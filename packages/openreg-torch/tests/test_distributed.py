@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import select
 import signal
 import socket
@@ -27,14 +28,21 @@ WORLD_SIZE = 2
 
 
 def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+    """Ports free now, drawn below Linux's ephemeral range (32768 and up). A port the
+    kernel handed out for bind(0) and released is soon handed out again, often as the
+    local end of some outgoing connection (gloo opens many), which would take it from the
+    store a worker is about to open on it; this range is only given to explicit binds."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = random.randrange(20000, 32768)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 class WorkerPair:
@@ -177,6 +185,10 @@ def test_collective_follows_its_stream(workers):
 
 def test_work_wait_future_and_completion(workers):
     workers.run("work_api")
+
+
+def test_transport_keeps_no_python_objects(workers):
+    workers.run("transport_keeps_no_python_objects")
 
 
 # ------------------------------------------------------------------------ collectives

@@ -1,5 +1,6 @@
 #include "distributed/ProcessGroupOpenReg.h"
 
+#include <ATen/ThreadLocalPythonObjects.h>
 #include <ATen/core/jit_type.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
@@ -10,6 +11,29 @@ namespace c10d::openreg {
 namespace {
 
 using TensorRefs = std::vector<const at::Tensor*>;
+
+// Hides the Python objects stashed in this thread's TLS while gloo copies the TLS into a
+// Work or a future callback. Since torch 2.13 a backward pass stashes the caller's
+// contextvars context there, and DDP issues its collectives from backward. gloo destroys
+// a finished Work (and the Works chained before it) on its own thread after wait() has
+// returned; if the interpreter is finalizing by then, dropping the Python object needs
+// the GIL, Python ends that thread inside a noexcept destructor and the process aborts
+// ("terminate called without an active exception", about one exit in eight). gloo's
+// threads run CPU copies and reductions only: they need no Python object from the caller.
+class PythonObjectsHiddenFromTransport {
+ public:
+  PythonObjectsHiddenFromTransport() : saved_(at::impl::ThreadLocalPythonObjects::get_state()) {
+    at::impl::ThreadLocalPythonObjects::set_state({});
+  }
+  ~PythonObjectsHiddenFromTransport() {
+    at::impl::ThreadLocalPythonObjects::set_state(std::move(saved_));
+  }
+  PythonObjectsHiddenFromTransport(const PythonObjectsHiddenFromTransport&) = delete;
+  PythonObjectsHiddenFromTransport& operator=(const PythonObjectsHiddenFromTransport&) = delete;
+
+ private:
+  at::impl::ThreadLocalPythonObjects saved_;
+};
 
 void add(TensorRefs& refs, const std::vector<at::Tensor>& tensors) {
   for (const at::Tensor& tensor : tensors) {
@@ -246,6 +270,7 @@ c10::intrusive_ptr<c10::ivalue::Future> ProcessGroupOpenReg::WorkOpenReg::getFut
     future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
                                                         std::vector<c10::Device>{device_});
     auto self = c10::intrusive_ptr<WorkOpenReg>::reclaim_copy(this);
+    PythonObjectsHiddenFromTransport hidden;  // the callback may be destroyed on gloo's thread
     transport_->getFuture()->addCallback([self](c10::ivalue::Future& transport) {
       if (transport.hasError()) {
         self->future_->setError(transport.exception_ptr());
@@ -348,7 +373,10 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::collective(const char* op, OpType 
   CollectiveLaunch launch(device);
   prepare(launch);
   c10::intrusive_ptr<Work> work;
-  launch.run(op, [&] { work = call(transport); });
+  launch.run(op, [&] {
+    PythonObjectsHiddenFromTransport hidden;
+    work = call(transport);
+  });
   auto result = c10::make_intrusive<WorkOpenReg>(rank_, op_type, std::move(work),
                                                  std::move(outputs), device,
                                                  std::move(launch).record());
