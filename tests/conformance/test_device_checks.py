@@ -6,8 +6,6 @@ A non-scalar CPU tensor combined with an openreg tensor is an error on a real ac
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
@@ -38,23 +36,9 @@ def test_cpu_indices_are_allowed_as_on_cuda():
     assert dev[[0, 2]].abs().sum().item() == 0
 
 
-COPY_MODE = os.environ.get("OPENREG_FALLBACK") == "copy"
-SCALAR_FIRST_XFAIL = pytest.mark.xfail(
-    COPY_MODE,
-    strict=True,
-    reason="copy fallback: cpu_fallback moves results to the device of the FIRST tensor "
-    "argument (compute_target_device), here the CPU scalar, so the result is a CPU tensor",
-)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param("mul", marks=SCALAR_FIRST_XFAIL),
-        "add",
-        pytest.param("sub", marks=SCALAR_FIRST_XFAIL),
-    ],
-)
+# Also in the copy fallback, whose cpu_fallback would put results on the device of the
+# first tensor argument (here the CPU scalar): openreg returns them on the call's device.
+@pytest.mark.parametrize("name", ["mul", "add", "sub"])
 def test_cpu_scalar_with_openreg_tensor_is_allowed(name):
     cpu, dev = torch.tensor(2.0), torch.randn(3, 4, device=DEVICE)
     result = MIXED[name](cpu, dev)

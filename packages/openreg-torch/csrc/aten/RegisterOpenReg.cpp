@@ -39,7 +39,10 @@
 #include <ATen/ops/sparse_dim_native.h>
 #include <ATen/ops/sparse_resize_and_clear_native.h>
 #include <ATen/ops/sparse_resize_native.h>
+#include <ATen/ops/unfold_native.h>
 #include <ATen/ops/values_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <torch/csrc/jit/serialization/pickler_helper.h>
 #include <torch/library.h>
 
@@ -116,6 +119,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   // metadata, which the fallback would reject next to an openreg buffer.
   own(m, "_nested_view_from_buffer",
       TORCH_FN(native::OnKernelDevice<&at::native::_nested_view_from_buffer>::call));
+  // Views PyTorch computes from metadata alone (CPU, CUDA and Meta share the kernel): run
+  // through a fallback they would come back as copies in the copy mode.
+  own(m, "unfold", TORCH_FN(at::native::unfold));
+  own(m, "view_as_real", TORCH_FN(at::native::view_as_real));
+  own(m, "view_as_complex", TORCH_FN(at::native::view_as_complex));
   // param.data = openreg_tensor and Module.to("openreg") move tensors in place.
   own(m, "_has_compatible_shallow_copy_type",
       TORCH_FN(native::_has_compatible_shallow_copy_type));

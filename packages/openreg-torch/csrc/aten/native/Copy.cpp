@@ -3,6 +3,10 @@
 
 #include "aten/native/Copy.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -96,8 +100,46 @@ Tensor _copy_from(const Tensor& source, const Tensor& dst, bool non_blocking) {
 }
 // DOC END: copy-from
 
+namespace {
+
+// Whether no two indices of `tensor` reach the same element (gaps allowed: a slice of a
+// larger buffer, as LAPACK-backed kernels return).
+bool has_no_internal_overlap(const Tensor& tensor) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims with size > 1
+  for (int64_t dim = 0; dim < tensor.dim(); ++dim) {
+    if (tensor.size(dim) > 1) {
+      dims.emplace_back(tensor.stride(dim), tensor.size(dim));
+    }
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;  // the largest offset the smaller strides reach
+  for (const auto& [stride, size] : dims) {
+    if (stride <= reach) {
+      return false;
+    }
+    reach += stride * (size - 1);
+  }
+  return true;
+}
+
+} // namespace
+
+// The copy fallback writes an out= result back with this. A CPU kernel that resized its
+// out tensor chose its layout too (column-major, or a slice of a larger buffer, for
+// LAPACK results): the openreg out tensor gets the same one, as if it had run there.
 Tensor _copy_from_and_resize(const Tensor& self, const Tensor& dst) {
-  dst.resize_(self.sizes());
+  if (dst.sizes() != self.sizes()) {
+    if (!self.is_contiguous() && self.numel() > 0 && has_no_internal_overlap(self)) {
+      int64_t extent = 1;  // elements from the first to the last one `self` reaches
+      for (int64_t dim = 0; dim < self.dim(); ++dim) {
+        extent += self.stride(dim) * (self.size(dim) - 1);
+      }
+      dst.resize_({extent});
+      dst.as_strided_(self.sizes(), self.strides());
+    } else {
+      dst.resize_(self.sizes());
+    }
+  }
   return _copy_from(self, dst, /*non_blocking=*/false);
 }
 

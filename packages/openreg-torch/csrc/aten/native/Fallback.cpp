@@ -1,6 +1,7 @@
 #include "aten/native/Fallback.h"
 
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ops/_native_batch_norm_legit.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -216,11 +217,67 @@ void foreach_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 // DOC END: foreach-fallback
 
+namespace {
+
+// DOC START: copy-fallback-mends
+// cpu_fallback writes back only the arguments a schema marks as written (a!).
+// native_batch_norm updates its running statistics without saying so: call the operator
+// that declares them instead (the CPU's native_batch_norm runs the same kernel).
+bool declare_hidden_mutations(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (op.schema().name() != "aten::native_batch_norm") {
+    return false;
+  }
+  auto arguments = torch::jit::last(*stack, 8);
+  const bool training = arguments[5].toBool();
+  if (!training || arguments[3].isNone() || arguments[4].isNone()) {
+    return false;
+  }
+  at::Tensor running_mean = arguments[3].toTensor();
+  at::Tensor running_var = arguments[4].toTensor();
+  auto [output, mean, invstd] = at::_native_batch_norm_legit(
+      arguments[0].toTensor(), arguments[1].toOptional<at::Tensor>(),
+      arguments[2].toOptional<at::Tensor>(), running_mean, running_var, training,
+      arguments[6].toDouble(), arguments[7].toDouble());
+  torch::jit::drop(*stack, 8);
+  torch::jit::push(*stack, std::move(output), std::move(mean), std::move(invstd));
+  return true;
+}
+
+// cpu_fallback returns fresh results on the device of the first tensor argument, which is
+// a CPU scalar in `1 - openreg_tensor`: they belong on the call's device, as on CUDA.
+void return_on_device(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                      c10::Device device) {
+  const size_t count = op.schema().returns().size();
+  for (size_t index = stack->size() - count; index < stack->size(); ++index) {
+    c10::IValue& value = (*stack)[index];
+    if (value.isTensor() && value.toTensor().defined() && value.toTensor().is_cpu()) {
+      value = value.toTensor().to(device);
+    } else if (value.isTensorList()) {
+      auto tensors = value.toTensorList();
+      for (size_t element = 0; element < tensors.size(); ++element) {
+        const at::Tensor tensor = tensors[element];
+        if (tensor.defined() && tensor.is_cpu()) {
+          tensors[element] = tensor.to(device);
+        }
+      }
+    }
+  }
+}
+// DOC END: copy-fallback-mends
+
+} // namespace
+
 // DOC START: cpu-copy-fallback
 void cpu_copy_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   DeviceCall call(op.schema().name());  // checks operands and makes the device current
-  prepare_stack(op, stack, call);
+  const std::optional<c10::Device> device = prepare_stack(op, stack, call);
+  if (declare_hidden_mutations(op, stack)) {
+    return;
+  }
   at::native::cpu_fallback(op, stack, /*error_on_views=*/false);
+  if (device.has_value() && device->type() == c10::kPrivateUse1) {
+    return_on_device(op, stack, *device);
+  }
 }
 // DOC END: cpu-copy-fallback
 
