@@ -69,3 +69,18 @@ def test_bad_tags_and_tensors_are_rejected():
         torch.openreg.set_layout_tag(torch.zeros(2), "cpu_tensor")
     with pytest.raises(RuntimeError, match="takes a strided openreg tensor"):
         torch.openreg.get_layout_tag(torch.zeros(2, 2, device="openreg").to_sparse())
+
+
+def test_fake_tensors_have_no_extension_point_for_it():
+    """FakeTensorMode builds a fake tensor from a fresh meta tensor and never asks the
+    backend (docs/operators.md): the fake copy of a tagged tensor is untagged. If a torch
+    release starts carrying BackendMeta there, this fails and the docs must change."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    tensor = tagged()
+    with FakeTensorMode() as mode:
+        fake = mode.from_tensor(tensor)
+        assert fake.device == tensor.device and fake.shape == tensor.shape
+        assert torch.openreg.get_layout_tag(fake) is None
+        torch.openreg.set_layout_tag(fake, "nc4hw")  # a tag set on the fake tensor stays
+        assert torch.openreg.get_layout_tag(fake) == "nc4hw"
