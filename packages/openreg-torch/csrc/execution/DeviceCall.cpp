@@ -64,9 +64,9 @@ void DeviceCall::use_device(c10::Device device) {
 }
 
 void DeviceCall::make_current(c10::Device device) {
-  // Usually it is current already: then there is nothing to set, or to restore.
-  c10::openreg::check_device_index(device.index());
-  if (c10::openreg::current_device() != device.index()) {
+  // Usually it is current already (or unnamed, -1): then there is nothing to set, or to
+  // restore. The guard checks any other index.
+  if (device.index() >= 0 && c10::openreg::current_device() != device.index()) {
     guard_.reset_device(device);
   }
 }
