@@ -159,3 +159,69 @@ def test_unsupported_layouts_get_a_clear_error():
     x = torch.randn(3, 3, device=DEV)
     with pytest.raises(RuntimeError, match="Mkldnn tensor; openreg supports strided tensors only"):
         x.to_mkldnn()
+
+
+# Input aliases come from a per-thread cache and are re-pointed at each use
+# (KernelView.cpp): every use must see its tensor as it is now.
+def test_reused_aliases_follow_their_tensors():
+    torch.manual_seed(0)
+    expected = torch.randn(6, 4)
+    x = expected.to(DEV)
+    for _ in range(3):  # the same tensor op after op, its data changing in between
+        torch.testing.assert_close((x * x + x).cpu(), expected * expected + expected)
+        x.add_(x)  # an input passed twice
+        expected.add_(expected)
+    x.t_()  # its shape changed in place
+    expected.t_()
+    torch.testing.assert_close((x * 2).cpu(), expected * 2)
+    x.resize_(30)  # new memory; only the first 24 values are defined
+    expected.resize_(30)
+    torch.testing.assert_close((x * 2).cpu()[:24], expected[:24] * 2)
+    for view in (lambda t: t[1:], lambda t: t[::2], lambda t: t[3:7], lambda t: t):
+        torch.testing.assert_close((view(x) * 3).cpu()[:5], view(expected)[:5] * 3)
+
+
+def test_reused_aliases_follow_fresh_tensors_and_bits():
+    for dtype in (torch.float32, torch.float64, torch.int32, torch.float32):
+        for shape in ((1,), (3,), (2, 3)):
+            # Freed and made again: likely the same addresses with another view.
+            cpu = torch.arange(1, 7)[: torch.Size(shape).numel()].reshape(shape).to(dtype)
+            device = cpu.to(DEV)
+            torch.testing.assert_close((device + device * 2).cpu(), cpu + cpu * 2)
+            del device
+    z = torch.randn(4, dtype=torch.complex64)
+    zd = z.to(DEV)
+    for _ in range(2):  # conjugate and negative bits, on and off again
+        torch.testing.assert_close((zd * 2).cpu(), z * 2)
+        torch.testing.assert_close((zd.conj() * 2).cpu(), z.conj() * 2)
+        torch.testing.assert_close((zd.conj().imag * 2).cpu(), z.conj().imag * 2)
+    many = [torch.full((2,), float(i)) for i in range(12)]  # more tensors than cache entries
+    on_device = [t.to(DEV) for t in many]
+    for _ in range(2):
+        total = on_device[0]
+        for t in on_device[1:]:
+            total = total + t
+        torch.testing.assert_close(total.cpu(), torch.full((2,), 66.0))
+
+
+def test_reused_aliases_are_per_thread():
+    import threading
+
+    errors = []
+
+    def work(seed):
+        try:
+            cpu = torch.randn(5, generator=torch.Generator().manual_seed(seed))
+            device = cpu.to(DEV)
+            for _ in range(100):
+                torch.testing.assert_close((device * device + device).cpu(), cpu * cpu + cpu)
+        except Exception as error:  # reported below, from the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)
+    assert not errors, errors

@@ -5,6 +5,7 @@
 #include "execution/KernelView.h"
 #include "execution/MemberKernelView.h"
 #include "runtime/OpenRegDeviceAllocator.h"
+#include "runtime/OpenRegFunctions.h"
 
 namespace at::native::openreg {
 namespace {
@@ -29,10 +30,11 @@ std::optional<c10::Storage> adopt_storage(const c10::Storage& storage, size_t re
   if (!is_routed(impl->data_ptr()) || storage.use_count() != references) {
     return std::nullopt;
   }
-  return c10::Storage(c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), impl->nbytes(),
-      adopt_routed(impl->mutable_data_ptr(), device.index()),
-      &c10::openreg::getDeviceAllocator(), /*resizable=*/true));
+  // The storage itself becomes the device storage (its memory already is device
+  // memory): the CPU results holding it are about to be dropped.
+  impl->set_data_ptr_noswap(adopt_routed(impl->mutable_data_ptr(), device.index()));
+  impl->set_allocator(&c10::openreg::getDeviceAllocator());
+  return storage;
 }
 
 // A device tensor with `like`'s sizes, strides, offset, dtype and bits over `storage`.
@@ -51,14 +53,22 @@ at::Tensor device_tensor_over(c10::Storage storage, const at::Tensor& like) {
 std::optional<c10::Device> DeviceCall::find_device() {
   device_ = operands_.device();
   if (device_.has_value()) {
-    guard_.reset_device(*device_);
+    make_current(*device_);
   }
   return device_;
 }
 
 void DeviceCall::use_device(c10::Device device) {
   device_ = device;
-  guard_.reset_device(device);
+  make_current(device);
+}
+
+void DeviceCall::make_current(c10::Device device) {
+  // Usually it is current already (or unnamed, -1): then there is nothing to set, or to
+  // restore. The guard checks any other index.
+  if (device.index() >= 0 && c10::openreg::current_device() != device.index()) {
+    guard_.reset_device(device);
+  }
 }
 
 at::Tensor DeviceCall::alias(const at::Tensor& original) {
@@ -78,7 +88,19 @@ at::Tensor DeviceCall::make_alias(const at::Tensor& original, bool output) {
   }
   TORCH_CHECK(original.layout() == c10::kStrided, "openreg: ", op_name_, " got a ",
               original.layout(), " tensor; openreg supports strided tensors only");
-  at::Tensor alias = kernel_alias(original, output ? routing_allocator() : nullptr);
+  if (output) {
+    at::Tensor alias = kernel_alias(original, routing_allocator());
+    aliased_.push_back({&original, alias, output});
+    return alias;
+  }
+  // An input passed twice (a * a) is one tensor to the CPU kernel too.
+  for (const Aliased& entry : aliased_) {
+    if (!entry.output &&
+        entry.original->unsafeGetTensorImpl() == original.unsafeGetTensorImpl()) {
+      return entry.alias;
+    }
+  }
+  at::Tensor alias = input_kernel_alias(original);
   aliased_.push_back({&original, alias, output});
   return alias;
 }

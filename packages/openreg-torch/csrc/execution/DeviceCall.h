@@ -118,6 +118,7 @@ class OPENREG_TORCH_API DeviceCall {
     c10::SmallVector<at::Tensor, 3> member_aliases;
   };
 
+  void make_current(c10::Device device);
   at::Tensor make_alias(const at::Tensor& original, bool output);
   at::Tensor make_member_alias(const at::Tensor& original, bool output);
   const at::Tensor* original_over(const c10::StorageImpl* alias_storage) const;

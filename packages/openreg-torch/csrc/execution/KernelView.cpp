@@ -3,6 +3,8 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 
+#include <array>
+
 #include "runtime/OpenRegException.h"
 
 namespace at::native::openreg {
@@ -37,5 +39,104 @@ at::Tensor kernel_alias(const at::Tensor& device_tensor, c10::Allocator* allocat
   return alias;
 }
 // DOC END: kernel-alias
+
+namespace {
+
+// DOC START: alias-cache
+// This thread's recent input aliases, by the device tensor they were last made for. An
+// entry is reused only while the cache alone holds it (no result or other call sees it
+// change) and it is as it was left (dispatch keys, no autograd metadata, storage neither
+// resized nor given an allocator); it is then pointed at the tensor's kernel-view memory,
+// shape and bits, which costs nothing when they are unchanged (a tensor used op after
+// op). A device tensor freed and replaced at the same address is simply aliased anew.
+struct AliasCache {
+  struct Entry {
+    const c10::TensorImpl* device = nullptr;
+    at::Tensor alias;
+    c10::DispatchKeySet keys;  // the alias's keys when it was last handed out
+  };
+  static constexpr size_t kEntries = 8;
+  std::array<Entry, kEntries> entries;
+  size_t next = 0;  // replaced round-robin
+};
+thread_local AliasCache alias_cache;
+// DOC END: alias-cache
+
+bool reusable(const AliasCache::Entry& entry) {
+  const at::Tensor& alias = entry.alias;
+  if (!alias.defined() || alias.use_count() != 1 || alias.weak_use_count() != 1) {
+    return false;
+  }
+  const c10::TensorImpl* impl = alias.unsafeGetTensorImpl();
+  const c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+  return impl->key_set() == entry.keys && impl->autograd_meta() == nullptr &&
+         !impl->has_symbolic_sizes_strides() && impl->storage().use_count() == 1 &&
+         storage->allocator() == nullptr && !storage->resizable();
+}
+
+// An inline comparison: these are a few values, and memcmp is a call.
+bool same_values(c10::IntArrayRef a, c10::IntArrayRef b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (size_t index = 0; index < a.size(); ++index) {
+    if (a[index] != b[index]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Points a reusable alias of the same dtype at `device_tensor`'s kernel view.
+void retarget(at::Tensor& alias, const at::Tensor& device_tensor, void* kernel) {
+  c10::TensorImpl* impl = alias.unsafeGetTensorImpl();
+  c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+  const size_t nbytes = device_tensor.storage().nbytes();
+  if (storage->data_ptr().get() != kernel || storage->nbytes() != nbytes) {
+    storage->set_data_ptr_noswap(c10::DataPtr(kernel, c10::Device(c10::kCPU)));
+    storage->set_nbytes(nbytes);
+  }
+  if (!same_values(impl->sizes(), device_tensor.sizes()) ||
+      !same_values(impl->strides(), device_tensor.strides()) ||
+      impl->storage_offset() != device_tensor.storage_offset()) {
+    impl->set_sizes_and_strides(device_tensor.sizes(), device_tensor.strides(),
+                                device_tensor.storage_offset());
+  }
+  if (alias.is_conj() != device_tensor.is_conj()) {
+    alias._set_conj(device_tensor.is_conj());
+  }
+  if (alias.is_neg() != device_tensor.is_neg()) {
+    alias._set_neg(device_tensor.is_neg());
+  }
+}
+
+} // namespace
+
+at::Tensor input_kernel_alias(const at::Tensor& device_tensor) {
+  if (!device_tensor.defined()) {
+    return device_tensor;
+  }
+  AliasCache& cache = alias_cache;
+  const c10::TensorImpl* device = device_tensor.unsafeGetTensorImpl();
+  AliasCache::Entry* slot = nullptr;
+  for (AliasCache::Entry& entry : cache.entries) {
+    if (entry.device == device) {
+      slot = &entry;
+      break;
+    }
+  }
+  if (slot == nullptr) {
+    slot = &cache.entries[cache.next];
+    cache.next = (cache.next + 1) % AliasCache::kEntries;
+  }
+  if (reusable(*slot) && slot->alias.dtype() == device_tensor.dtype()) {
+    retarget(slot->alias, device_tensor, kernel_pointer(device_tensor.storage().data()));
+  } else {
+    slot->alias = kernel_alias(device_tensor);
+  }
+  slot->device = device;
+  slot->keys = slot->alias.unsafeGetTensorImpl()->key_set();
+  return slot->alias;
+}
 
 } // namespace at::native::openreg

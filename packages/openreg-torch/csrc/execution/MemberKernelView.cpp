@@ -35,7 +35,7 @@ bool is_sparse_layout(c10::Layout layout) {
   }
 }
 
-bool has_members(const at::Tensor& tensor) {
+bool has_members_by_layout(const at::Tensor& tensor) {
   return is_sparse_layout(tensor.layout()) || is_nested_impl(tensor);
 }
 

@@ -25,7 +25,16 @@ namespace at::native::openreg {
 // COO or one of the four compressed layouts.
 OPENREG_TORCH_API bool is_sparse_layout(c10::Layout layout);
 // A sparse or a strided nested tensor.
-OPENREG_TORCH_API bool has_members(const at::Tensor& tensor);
+OPENREG_TORCH_API bool has_members_by_layout(const at::Tensor& tensor);
+// The same, inline: every operand is asked, and a dense one is told apart by its
+// dispatch keys alone (sparse layouts and nested tensors carry these keys).
+inline bool has_members(const at::Tensor& tensor) {
+  static constexpr c10::DispatchKeySet member_keys =
+      c10::DispatchKeySet(c10::DispatchKey::Sparse) |
+      c10::DispatchKeySet(c10::DispatchKey::SparseCsr) |
+      c10::DispatchKeySet(c10::DispatchKey::NestedTensor);
+  return tensor.key_set().has_any(member_keys) && has_members_by_layout(tensor);
+}
 
 // Its members, in the fixed order above.
 OPENREG_TORCH_API c10::SmallVector<at::Tensor, 3> member_tensors(const at::Tensor& tensor);

@@ -564,13 +564,19 @@ class DeviceCache {
 
 std::array<std::unique_ptr<DeviceCache>, OR_MAX_DEVICES> caches;
 std::once_flag caches_created;
+// Set once the caches exist: every allocation and free asks, and std::call_once costs
+// two thread-local accesses and a pthread_once even when it has run.
+std::atomic<bool> caches_ready{false};
 
 DeviceCache& cacheOf(DeviceIndex device) {
-  std::call_once(caches_created, [] {
-    for (DeviceIndex index = 0; index < device_count(); ++index) {
-      caches[index] = std::make_unique<DeviceCache>(index);
-    }
-  });
+  if (C10_UNLIKELY(!caches_ready.load(std::memory_order_acquire))) {
+    std::call_once(caches_created, [] {
+      for (DeviceIndex index = 0; index < device_count(); ++index) {
+        caches[index] = std::make_unique<DeviceCache>(index);
+      }
+      caches_ready.store(true, std::memory_order_release);
+    });
+  }
   check_device_index(device);
   return *caches[device];
 }

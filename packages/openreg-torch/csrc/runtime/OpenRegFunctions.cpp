@@ -66,14 +66,16 @@ bool in_bad_fork() noexcept {
 }
 // DOC END: device-count
 
-void check_device_index(DeviceIndex device) {
+namespace detail {
+void throw_invalid_device_index(DeviceIndex device) {
   const DeviceIndex count = device_count();
   TORCH_CHECK(count > 0,
               "openreg: no device available (OPENREG_DEVICE_COUNT is 0)");
-  TORCH_CHECK(device >= 0 && device < count, "openreg: invalid device index ",
-              static_cast<int>(device), ": there are ", static_cast<int>(count),
-              " openreg devices, valid indices are 0..", count - 1);
+  TORCH_CHECK(false, "openreg: invalid device index ", static_cast<int>(device),
+              ": there are ", static_cast<int>(count), " openreg devices, valid indices are 0..",
+              count - 1);
 }
+} // namespace detail
 
 DeviceIndex current_device() {
   DeviceIndex device = 0;

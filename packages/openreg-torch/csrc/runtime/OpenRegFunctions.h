@@ -5,6 +5,7 @@
 // returning the runtime's error code.
 
 #include <c10/core/Device.h>
+#include <c10/macros/Macros.h>
 #include <openreg/openreg.h>
 
 #include "runtime/OpenRegMacros.h"
@@ -22,7 +23,7 @@ OPENREG_TORCH_API void set_device(DeviceIndex device);
 OPENREG_TORCH_API DeviceIndex exchange_device(DeviceIndex device);
 // Like exchange_device, but -1 means "leave the current device alone".
 OPENREG_TORCH_API DeviceIndex maybe_exchange_device(DeviceIndex device);
-OPENREG_TORCH_API void check_device_index(DeviceIndex device);
+inline void check_device_index(DeviceIndex device);
 // DOC END: device-functions
 
 OPENREG_TORCH_API orError_t GetDeviceCount(int* count);
@@ -42,5 +43,17 @@ OPENREG_TORCH_API bool in_bad_fork() noexcept;
 
 // The device a tensor's data pointer belongs to, or -1 for host memory.
 OPENREG_TORCH_API DeviceIndex device_of_pointer(const void* ptr) noexcept;
+
+namespace detail {
+// Throws the error check_device_index() reports for an invalid `device`.
+[[noreturn]] OPENREG_TORCH_API void throw_invalid_device_index(DeviceIndex device);
+} // namespace detail
+
+// Inline: every operator checks its device several times (stream, allocator, guard).
+inline void check_device_index(DeviceIndex device) {
+  if (C10_UNLIKELY(device < 0 || device >= device_count())) {
+    detail::throw_invalid_device_index(device);
+  }
+}
 
 } // namespace c10::openreg

@@ -26,6 +26,9 @@ constexpr int kMaxPriorityLevels = 4;
 
 struct DeviceStreams {
   std::once_flag created_pool;
+  // Set once the pool exists: every launch asks, and std::call_once costs two
+  // thread-local accesses and a pthread_once even when it has run.
+  std::atomic<bool> pool_ready{false};
   orStream_t default_stream = nullptr;
   std::array<std::array<orStream_t, kPoolSize>, kMaxPriorityLevels> pool{};
   std::array<std::atomic<uint32_t>, kMaxPriorityLevels> next_in_pool{};
@@ -65,6 +68,9 @@ orStream_t createOnDevice(DeviceIndex device, int priority) {
 
 DeviceStreams& streamsOf(DeviceIndex device) {
   DeviceStreams& streams = device_streams[device];
+  if (C10_LIKELY(streams.pool_ready.load(std::memory_order_acquire))) {
+    return streams;
+  }
   std::call_once(streams.created_pool, [&] {
     streams.default_stream = createOnDevice(device, 0);
     for (int level = 0; level < priorityLevels(); ++level) {
@@ -72,6 +78,7 @@ DeviceStreams& streamsOf(DeviceIndex device) {
         handle = createOnDevice(device, -level);
       }
     }
+    streams.pool_ready.store(true, std::memory_order_release);
   });
   return streams;
 }
