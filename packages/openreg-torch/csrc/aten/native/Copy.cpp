@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -130,10 +131,9 @@ bool has_no_internal_overlap(const Tensor& tensor) {
 Tensor _copy_from_and_resize(const Tensor& self, const Tensor& dst) {
   if (dst.sizes() != self.sizes()) {
     if (!self.is_contiguous() && self.numel() > 0 && has_no_internal_overlap(self)) {
-      int64_t extent = 1;  // elements from the first to the last one `self` reaches
-      for (int64_t dim = 0; dim < self.dim(); ++dim) {
-        extent += self.stride(dim) * (self.size(dim) - 1);
-      }
+      // Elements from the first to the last one `self` reaches.
+      const auto extent = static_cast<int64_t>(
+          at::detail::computeStorageNbytes(self.sizes(), self.strides(), 1));
       dst.resize_({extent});
       dst.as_strided_(self.sizes(), self.strides());
     } else {
