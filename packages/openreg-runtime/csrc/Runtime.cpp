@@ -16,7 +16,7 @@ namespace openreg {
 
 std::atomic<int> g_state{kUninitialized};
 EnvConfig g_config;
-thread_local int t_currentDevice = 0;
+OR_HOT_THREAD_LOCAL int t_currentDevice = 0;
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include <atomic>
 
 #include "Env.h"
+#include "ThreadLocal.h"
 
 namespace openreg {
 
@@ -21,7 +22,7 @@ enum RuntimeState : int {
 extern std::atomic<int> g_state;
 // Immutable once g_state is kReady.
 extern EnvConfig g_config;
-extern thread_local int t_currentDevice;
+extern OR_HOT_THREAD_LOCAL int t_currentDevice;
 
 orError_t enterSlow(int state);
 

@@ -8,8 +8,8 @@
 
 namespace openreg {
 
-thread_local Stream* t_activeStream = nullptr;
-thread_local uint64_t t_activeTicket = 0;
+OR_HOT_THREAD_LOCAL Stream* t_activeStream = nullptr;
+OR_HOT_THREAD_LOCAL uint64_t t_activeTicket = 0;
 
 void Stream::open(int device, int priority) {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -17,6 +17,8 @@
 #include <mutex>
 #include <thread>
 
+#include "ThreadLocal.h"
+
 namespace openreg {
 
 // Stream priorities (lower is higher, as in CUDA). Recorded and reported
@@ -109,8 +111,8 @@ class Stream {
 
 // The stream whose work the calling thread is running right now (worker or
 // inline), so nested calls on that stream run at once instead of deadlocking.
-extern thread_local Stream* t_activeStream;
-extern thread_local uint64_t t_activeTicket;
+extern OR_HOT_THREAD_LOCAL Stream* t_activeStream;
+extern OR_HOT_THREAD_LOCAL uint64_t t_activeTicket;
 
 struct Stream::InlineScope {
   Stream* stream;

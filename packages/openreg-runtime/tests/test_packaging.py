@@ -3,6 +3,7 @@
 import ctypes
 import re
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,24 @@ def test_header_is_plain_c_and_links(tmp_path):
     out = run_process([exe], timeout=60)
     assert out.returncode == 0, out
     assert out.stdout == "from C 1000 orErrorInvalidDevice\n"
+
+
+def tls_segment_size(path):
+    """p_memsz of the ELF64 PT_TLS program header (0 when the library has none)."""
+    data = Path(path).read_bytes()
+    assert data[:4] == b"\x7fELF" and data[4] == 2, "expected an ELF64 library"
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        p_type, = struct.unpack_from("<I", data, phoff + i * phentsize)
+        if p_type == 7:  # PT_TLS
+            return struct.unpack_from("<Q", data, phoff + i * phentsize + 0x28)[0]
+    return 0
+
+
+def test_static_tls_stays_small():
+    # The launch path's per-thread state is initial-exec (csrc/ThreadLocal.h), so the
+    # library's whole TLS segment is carved from the static reserve glibc keeps for
+    # dlopen'ed libraries (about a kilobyte, shared with every such library the process
+    # loads later). A large thread_local here would make other libraries' dlopen fail.
+    assert 0 < tls_segment_size(LIBRARY) <= 128
