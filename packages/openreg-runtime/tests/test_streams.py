@@ -321,6 +321,26 @@ def test_async_copy_with_pinned_memory_is_asynchronous():
     rt.free_host(h)
 
 
+def test_small_async_copy_and_fill_on_an_idle_stream_are_done_on_return():
+    # Up to 1 MiB on an idle stream, like a kernel: no hand-off to the worker, so the
+    # stream has nothing pending when the call returns. (On a busy stream they queue:
+    # test_async_copy_with_pinned_memory_is_asynchronous.)
+    s = rt.Stream()
+    n = 1 << 20
+    p = rt.malloc(n)
+    h = rt.malloc_host(n)
+    ctypes.memset(h, 0x17, n)
+    rt.memcpy_async(p, h, n, rt.MemcpyKind.HOST_TO_DEVICE, s)
+    assert s.query()
+    rt.memset_async(p, 0x29, 16, s)
+    assert s.query()
+    rt.memcpy_async(h, p, n, rt.MemcpyKind.DEVICE_TO_HOST, s)
+    assert s.query()
+    assert ctypes.string_at(h, n) == b"\x29" * 16 + b"\x17" * (n - 16)
+    rt.free(p)
+    rt.free_host(h)
+
+
 def test_async_copy_with_pageable_memory_waits_in_stream_order():
     s = rt.Stream()
     p = rt.malloc(64)

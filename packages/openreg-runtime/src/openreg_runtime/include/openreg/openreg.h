@@ -197,7 +197,9 @@ OR_API orError_t orFreeHost(void* ptr);
  * lie within one live allocation (orErrorInvalidValue otherwise).
  * orMemcpy returns after the copy is done. orMemcpyAsync returns at once when
  * the host side is pinned (or absent); with pageable host memory it returns
- * after the copy, as CUDA does. */
+ * after the copy, as CUDA does. Like a kernel, an asynchronous copy or fill of
+ * at most 1 MiB on an idle stream is made on the calling thread before the
+ * call returns (no hand-off to the stream's worker). */
 OR_API orError_t orMemcpy(void* dst, const void* src, size_t count,
                           orMemcpyKind kind);
 typedef struct orStream* orStream_t;
