@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._inductor import config
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 from torch._inductor.virtualized import V
 
@@ -30,6 +31,7 @@ from torch._inductor.virtualized import V
 _RUNTIME = r"""
 // openreg: kernels launch through libopenreg_torch (execution/CompiledKernelCApi.h).
 #include <dlfcn.h>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 namespace openreg_wrapper {
@@ -70,6 +72,29 @@ inline void launch(int32_t device, const char* kernel, void (*entry)(void* const
         reinterpret_cast<Function>(symbol("openreg_launch_kernel_entry"));
     check(launch_entry(device, kernel, entry, args));
 }
+// A copy of `tensor` on openreg `device` (AOTInductor weights, which torch's runtime can
+// only load into host memory).
+inline torch::aot_inductor::RAIIAtenTensorHandle to_device(AtenTensorHandle tensor, int32_t device) {
+    int64_t dim = 0;
+    int64_t* sizes = nullptr;
+    int64_t* strides = nullptr;
+    int32_t dtype = 0;
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dim(tensor, &dim));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_sizes(tensor, &sizes));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_strides(tensor, &strides));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(tensor, &dtype));
+    AtenTensorHandle copy = nullptr;
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(
+        dim, sizes, strides, dtype, aoti_torch_device_type_privateuse1(), device, &copy));
+    torch::aot_inductor::RAIIAtenTensorHandle owned(copy);
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_copy_(copy, tensor, 0));
+    return owned;
+}
+inline bool on_host(AtenTensorHandle tensor) {
+    int32_t device_type = 0;
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(tensor, &device_type));
+    return device_type == aoti_torch_device_type_cpu();
+}
 } // namespace openreg_wrapper
 """
 # DOC END: cpp-wrapper-runtime
@@ -91,7 +116,7 @@ def _c_shim_forwarder(op: str, parameter_types: tuple[str, ...]) -> str:
     parameters = ", ".join(f"{t} p{i}" for i, t in enumerate(parameter_types))
     arguments = ", ".join(f"p{i}" for i in range(len(parameter_types)))
     return (
-        f"static AOTITorchError {name}({parameters}) {{\n"
+        f"[[maybe_unused]] static AOTITorchError {name}({parameters}) {{\n"
         f"    using Function = AOTITorchError (*)({', '.join(parameter_types)});\n"
         f"    static const auto shim = reinterpret_cast<Function>("
         f'openreg_wrapper::symbol("{name}"));\n'
@@ -100,14 +125,33 @@ def _c_shim_forwarder(op: str, parameter_types: tuple[str, ...]) -> str:
     )
 
 
+_HOST = torch.device("cpu")
+
+
 def _scalar_type(arg_type: str) -> str:
     return arg_type.replace("const ", "").strip()
+
+
+# DOC START: aoti-precompiled-header
+# AOTInductor precompiles the header torch ships for the model's device type,
+# torch/csrc/inductor/aoti_include/<device>.h (codecache.py, _get_cpp_wrapper_header),
+# which exists for cpu, cuda, mps and xpu only.
+_AOTI_HEADER_ERROR = (
+    "openreg: AOTInductor precompiles torch/csrc/inductor/aoti_include/<device>.h, which "
+    "torch ships only for its own devices; compile openreg models with "
+    "inductor_configs={'aot_inductor.precompile_headers': False}")
+# DOC END: aoti-precompiled-header
 
 
 class OpenRegCppWrapperCodegen(CppWrapperCpu):
     def __init__(self) -> None:
         self.device = "openreg"
+        # The weights of an AOTInductor model as the runtime loads them (see
+        # codegen_model_constructor).
+        self._weights_on_host = False
         super().__init__()
+        if V.graph.aot_mode and config.aot_inductor.precompile_headers:
+            raise NotImplementedError(_AOTI_HEADER_ERROR)
         # openreg's kernels are the CPU's C++ kernels, in this same source file.
         self.needs_vec_isa = True
 
@@ -133,8 +177,8 @@ class OpenRegCppWrapperCodegen(CppWrapperCpu):
             self.header.splice(_c_shim_forwarder(op, parameter_types))
 
     def codegen_device(self, device: torch.device) -> str:
-        if device.type != "openreg":
-            return super().codegen_device(device)
+        if device.type != "openreg" or self._weights_on_host:
+            return super().codegen_device(device if device.type != "openreg" else _HOST)
         self.used_cached_devices.add("privateuse1")
         return f"cached_torch_device_type_privateuse1, {device.index if device.index else 0}"
 
@@ -196,6 +240,45 @@ class OpenRegCppWrapperCodegen(CppWrapperCpu):
             )
             return
         super().generate_fallback_kernel(node)
+
+    # DOC START: aoti-weights
+    # torch's AOTI runtime loads a model's weights into host memory unless it was built
+    # for CUDA, XPU or MPS (aoti_runtime/model_base.h, load_constants), and refuses weights
+    # of any other device type than the model's, which it parses from a name it knows
+    # (parse_device_str: cpu, cuda, xpu, mps). So an openreg model declares its weights
+    # as host tensors (the runtime loads them), and its first run copies them to its
+    # openreg device, in place in the model's constants: later runs find them there.
+    def codegen_model_constructor(self) -> None:
+        self._weights_on_host = True
+        try:
+            super().codegen_model_constructor()
+        finally:
+            self._weights_on_host = False
+
+    def _write_constants_unpacking(self) -> None:
+        names = [name for name in V.graph.constants
+                 if V.graph.get_original_value_of_constant(name).device.type == "openreg"]
+        if V.graph.aot_mode and names:
+            quoted = ", ".join(f'"{name}"' for name in names)
+            self.prefix.splice(f"""
+                {{
+                    static std::mutex openreg_weights_mutex;
+                    const std::lock_guard<std::mutex> lock(openreg_weights_mutex);
+                    bool moved = false;
+                    for (const char* name : {{{quoted}}}) {{
+                        auto& weight = constants_map_->at(name);
+                        if (openreg_wrapper::on_host(weight.get())) {{
+                            weight = openreg_wrapper::to_device(weight.get(), this->device_idx_);
+                            moved = true;
+                        }}
+                    }}
+                    if (moved) {{
+                        this->update_constants_array_from_map();
+                    }}
+                }}
+                """)
+        super()._write_constants_unpacking()
+    # DOC END: aoti-weights
 
     def _generate_end_jit(self, result) -> None:
         # The JIT wrapper is a host program with the CPU's kernels in it: built with the
