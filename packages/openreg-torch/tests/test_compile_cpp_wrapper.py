@@ -1,7 +1,9 @@
-"""torch.compile with Inductor's C++ wrapper (cpp_wrapper=True) on openreg: the generated
-C++ host code launches each kernel through the execution layer on the current openreg
-stream (openreg_torch/_inductor/wrapper_cpp.py, csrc/execution/CompiledKernelCApi), with
-kernel-view addresses, never the tensors' device addresses.
+"""Inductor's C++ wrapper on openreg: torch.compile with cpp_wrapper=True, and
+AOTInductor (aoti_compile_and_package / aoti_load_package). The generated C++ host code
+launches each kernel through the execution layer on the current openreg stream
+(openreg_torch/_inductor/wrapper_cpp.py, csrc/execution/CompiledKernelCApi), with
+kernel-view addresses, never the tensors' device addresses; an AOTInductor package runs
+with openreg's model runner (csrc/inductor/OpenRegModelContainerRunner).
 
 Results are compared with the same function compiled with the C++ wrapper on the CPU and
 with eager CPU. Each C++ wrapper is a C++ build (seconds): few, tiny graphs, cached in
@@ -138,3 +140,59 @@ def test_kernel_arguments_on_two_devices_are_a_clear_error():
         assert b"got a tensor on meta for argument 2" in error
     finally:
         torch._C._aoti.alloc_tensors_by_stealing_from_void_ptrs(capsules)
+
+
+# --- AOTInductor -------------------------------------------------------------------------
+
+# AOTInductor cannot precompile a header for openreg (see wrapper_cpp.py).
+AOTI_CONFIGS = {"aot_inductor.precompile_headers": False}
+
+
+@pytest.fixture(scope="module")
+def aoti_package(tmp_path_factory):
+    """(package path, eager CPU model, input): a small MLP compiled for openreg:0."""
+    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    torch.manual_seed(0)
+    for parameter in model.parameters():
+        nn.init.normal_(parameter)
+    x = torch.randn(5, 8)
+    device_model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    device_model.load_state_dict(model.state_dict())
+    program = torch.export.export(device_model.to("openreg"), (x.to("openreg"),))
+    path = torch._inductor.aoti_compile_and_package(
+        program, package_path=str(tmp_path_factory.mktemp("aoti") / "mlp.pt2"),
+        inductor_configs=AOTI_CONFIGS)
+    return path, model, x
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_aoti_package_runs_on_openreg(aoti_package, index):
+    path, model, x = aoti_package
+    loaded = torch._inductor.aoti_load_package(path, device_index=index)
+    device_x = x.to(f"openreg:{index}")
+    torch.openreg.synchronize()
+    before = torch.openreg.memory_allocated(index)
+    first, work = launched(lambda: loaded(device_x))
+    # The first run copied the weights (212 floats) to the device, next to its output.
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert torch.openreg.memory_allocated(index) - before >= weights
+    second = loaded(device_x)
+    assert first.device == second.device == torch.device(f"openreg:{index}")
+    torch.testing.assert_close(first.cpu(), model(x))
+    torch.testing.assert_close(second.cpu(), model(x))
+    kernels = [(name, device) for kind, name, device in work if kind == "kernel"]
+    assert ("aten::addmm", index) in kernels, kernels
+    assert any(name.startswith("cpp_fused_") and device == index for name, device in kernels)
+
+
+def test_aoti_loading_on_a_missing_device_is_a_clear_error(aoti_package):
+    with pytest.raises(RuntimeError, match="no device openreg:7"):
+        torch._inductor.aoti_load_package(aoti_package[0], device_index=7)
+
+
+def test_aoti_with_a_precompiled_header_is_a_clear_error(tmp_path):
+    program = torch.export.export(nn.Linear(4, 3).to("openreg"),
+                                  (torch.randn(2, 4, device="openreg"),))
+    with pytest.raises(Exception, match="aot_inductor.precompile_headers"):
+        torch._inductor.aoti_compile_and_package(program,
+                                                 package_path=str(tmp_path / "model.pt2"))
