@@ -12,6 +12,7 @@
 
 #include "runtime/OpenRegMacros.h"
 
+// DOC START: compiled-kernel-c-api
 extern "C" {
 
 // `tensor` is an AtenTensorHandle (at::Tensor*). Stores the kernel-view address of its
@@ -32,3 +33,4 @@ OPENREG_TORCH_API const char* openreg_launch_kernel_entry(int32_t device, const 
                                                           void* const* args);
 
 } // extern "C"
+// DOC END: compiled-kernel-c-api

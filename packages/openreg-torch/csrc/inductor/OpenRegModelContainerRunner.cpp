@@ -30,6 +30,9 @@ OpenRegModelContainerRunner::OpenRegModelContainerRunner(const std::string& mode
     : OpenRegModelContainerRunner(model_so_path, num_models, parse_device(device), cubin_dir,
                                   run_single_threaded) {}
 
+// DOC START: aoti-runner-device
+// torch's AOTI runtime parses the device name itself and knows cpu, cuda, xpu and mps
+// only: "cpu:N" gives the model its device index; its code allocates on openreg:N.
 OpenRegModelContainerRunner::OpenRegModelContainerRunner(const std::string& model_so_path,
                                                          size_t num_models,
                                                          c10::DeviceIndex device_index,
@@ -39,6 +42,7 @@ OpenRegModelContainerRunner::OpenRegModelContainerRunner(const std::string& mode
                                "cpu:" + std::to_string(static_cast<int>(device_index)),
                                cubin_dir, run_single_threaded),
       device_index_(device_index) {}
+// DOC END: aoti-runner-device
 
 std::vector<at::Tensor> OpenRegModelContainerRunner::run_impl(
     std::vector<AtenTensorHandle>& input_handles, void* stream_handle) {

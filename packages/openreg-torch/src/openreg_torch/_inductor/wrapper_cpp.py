@@ -12,8 +12,11 @@ libopenreg_torch.so at run time, so it builds and links exactly as the CPU's doe
 
 Buffers the wrapper allocates are ``aoti_torch_empty_strided(..., privateuse1, index)``,
 from openreg's caching allocator. Extern matrix multiplies call openreg's C shim
-(``csrc/aten/CShimOpenReg.cpp``); every other operator Inductor leaves to ATen is
+(``csrc/inductor/CShimOpenReg.cpp``); every other operator Inductor leaves to ATen is
 dispatched at run time by name, as the C++ wrapper does for operators without a shim.
+An AOTInductor model also moves its weights to the device on its first run (see
+``_write_constants_unpacking``) and runs with openreg's model runner
+(``csrc/inductor/OpenRegModelContainerRunner``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from torch._inductor import config
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 from torch._inductor.virtualized import V
 
-# DOC START: cpp-wrapper-runtime
 # What the generated C++ needs from libopenreg_torch, looked up once in the library the
 # process already loaded (so the wrapper builds and links like the CPU's).
 _RUNTIME = r"""
@@ -97,7 +99,6 @@ inline bool on_host(AtenTensorHandle tensor) {
 }
 } // namespace openreg_wrapper
 """
-# DOC END: cpp-wrapper-runtime
 
 # openreg's C shim (csrc/aten/CShimOpenReg.cpp): the extern kernels Inductor calls by
 # shim name on an openreg buffer, with their C parameters.
@@ -266,9 +267,11 @@ class OpenRegCppWrapperCodegen(CppWrapperCpu):
                     const std::lock_guard<std::mutex> lock(openreg_weights_mutex);
                     bool moved = false;
                     for (const char* name : {{{quoted}}}) {{
-                        auto& weight = constants_map_->at(name);
-                        if (openreg_wrapper::on_host(weight.get())) {{
-                            weight = openreg_wrapper::to_device(weight.get(), this->device_idx_);
+                        auto weight = constants_map_->find(name);
+                        if (weight != constants_map_->end() &&
+                            openreg_wrapper::on_host(weight->second.get())) {{
+                            weight->second = openreg_wrapper::to_device(
+                                weight->second.get(), this->device_idx_);
                             moved = true;
                         }}
                     }}
