@@ -37,8 +37,8 @@ extern "C" {
 const char* openreg_kernel_argument_address(void* tensor, int32_t* device, const char* kernel,
                                             int32_t argument, void** address) {
   return returning_error([&] {
-    TORCH_CHECK(tensor != nullptr, "openreg: compiled kernel ", kernel, " got no tensor for argument ",
-                argument);
+    TORCH_CHECK(tensor != nullptr, "openreg: compiled kernel ", kernel,
+                " got no tensor for argument ", argument);
     const at::Tensor& value = *static_cast<const at::Tensor*>(tensor);
     if (value.device().is_cpu()) {
       // Device code can read host memory.

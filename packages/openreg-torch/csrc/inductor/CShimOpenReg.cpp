@@ -29,7 +29,9 @@ extern "C" {
 OPENREG_TORCH_API AOTITorchError aoti_torch_openreg_mm_out(AtenTensorHandle out,
                                                            AtenTensorHandle self,
                                                            AtenTensorHandle mat2) {
-  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({ at::mm_out(tensor(out), tensor(self), tensor(mat2)); });
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    at::mm_out(tensor(out), tensor(self), tensor(mat2));
+  });
 }
 
 OPENREG_TORCH_API AOTITorchError aoti_torch_openreg_addmm_out(AtenTensorHandle out,
@@ -45,7 +47,9 @@ OPENREG_TORCH_API AOTITorchError aoti_torch_openreg_addmm_out(AtenTensorHandle o
 OPENREG_TORCH_API AOTITorchError aoti_torch_openreg_bmm_out(AtenTensorHandle out,
                                                             AtenTensorHandle self,
                                                             AtenTensorHandle mat2) {
-  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({ at::bmm_out(tensor(out), tensor(self), tensor(mat2)); });
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    at::bmm_out(tensor(out), tensor(self), tensor(mat2));
+  });
 }
 
 OPENREG_TORCH_API AOTITorchError aoti_torch_openreg_baddbmm_out(AtenTensorHandle out,
@@ -61,7 +65,9 @@ OPENREG_TORCH_API AOTITorchError aoti_torch_openreg_baddbmm_out(AtenTensorHandle
 OPENREG_TORCH_API AOTITorchError aoti_torch_openreg__int_mm_out(AtenTensorHandle out,
                                                                 AtenTensorHandle self,
                                                                 AtenTensorHandle mat2) {
-  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({ at::_int_mm_out(tensor(out), tensor(self), tensor(mat2)); });
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    at::_int_mm_out(tensor(out), tensor(self), tensor(mat2));
+  });
 }
 
 } // extern "C"

@@ -14,7 +14,8 @@ c10::DeviceIndex parse_device(const std::string& device) {
   const c10::Device parsed(device);
   TORCH_CHECK(parsed.is_privateuseone(), "openreg: an openreg AOTInductor model runs on an "
               "openreg device, got ", device);
-  const c10::DeviceIndex index = parsed.has_index() ? parsed.index() : c10::openreg::current_device();
+  const c10::DeviceIndex index =
+      parsed.has_index() ? parsed.index() : c10::openreg::current_device();
   TORCH_CHECK(index >= 0 && index < c10::openreg::device_count(), "openreg: no device ", device,
               " (", static_cast<int>(c10::openreg::device_count()), " openreg devices)");
   return index;

@@ -76,7 +76,8 @@ inline void launch(int32_t device, const char* kernel, void (*entry)(void* const
 }
 // A copy of `tensor` on openreg `device` (AOTInductor weights, which torch's runtime can
 // only load into host memory).
-inline torch::aot_inductor::RAIIAtenTensorHandle to_device(AtenTensorHandle tensor, int32_t device) {
+inline torch::aot_inductor::RAIIAtenTensorHandle to_device(AtenTensorHandle tensor,
+                                                          int32_t device) {
     int64_t dim = 0;
     int64_t* sizes = nullptr;
     int64_t* strides = nullptr;
