@@ -87,9 +87,10 @@ def test_training_step_matches_cpu():
     torch.testing.assert_close(results["openreg"][1:], [p.grad for p in eager.parameters()])
 
 
-def test_second_device_buffers_from_the_caching_allocator_and_a_fallback_operator():
-    # topk has no openreg C shim: the wrapper dispatches it by name.
-    fn = torch.compile(lambda x: torch.topk((x * 2).sin(), 3).values + 1)
+def test_second_device_sizes_as_arguments_allocator_and_a_fallback_operator():
+    # topk has no openreg C shim: the wrapper dispatches it by name. With dynamic shapes
+    # the kernels also take sizes (int64_t scalars).
+    fn = torch.compile(lambda x: torch.topk((x * 2).sin(), 3).values + 1, dynamic=True)
     x = torch.randn(4, 64)
     device_x = x.to("openreg:1")
     fn(device_x)
@@ -103,6 +104,9 @@ def test_second_device_buffers_from_the_caching_allocator_and_a_fallback_operato
     devices = {device for kind, name, device in work if name.startswith("cpp_fused_")}
     assert devices == {1}, work
     assert ("kernel", "aten::topk", 1) in work, work
+    other = torch.randn(7, 64)  # the same graph, other sizes
+    torch.testing.assert_close(fn(other.to("openreg:1")).cpu(),
+                               torch.topk((other * 2).sin(), 3).values + 1)
 
 
 def _c_api():
