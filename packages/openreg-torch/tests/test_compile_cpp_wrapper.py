@@ -152,15 +152,25 @@ def test_kernel_arguments_on_two_devices_are_a_clear_error():
 AOTI_CONFIGS = {"aot_inductor.precompile_headers": False}
 
 
+class TopOfMLP(nn.Module):
+    """An MLP's three largest outputs: matrix multiplies (openreg's C shim), a generated
+    kernel and topk (no shim: the proxy executor dispatches it by name)."""
+
+    def __init__(self):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+
+    def forward(self, x):
+        return torch.topk(self.mlp(x), 3).values
+
+
 @pytest.fixture(scope="module")
 def aoti_package(tmp_path_factory):
-    """(package path, eager CPU model, input): a small MLP compiled for openreg:0."""
-    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    """(package path, eager CPU model, input): TopOfMLP compiled for openreg:0."""
     torch.manual_seed(0)
-    for parameter in model.parameters():
-        nn.init.normal_(parameter)
+    model = TopOfMLP()
     x = torch.randn(5, 8)
-    device_model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    device_model = TopOfMLP()
     device_model.load_state_dict(model.state_dict())
     program = torch.export.export(device_model.to("openreg"), (x.to("openreg"),))
     path = torch._inductor.aoti_compile_and_package(
@@ -186,6 +196,7 @@ def test_aoti_package_runs_on_openreg(aoti_package, index):
     torch.testing.assert_close(second.cpu(), model(x))
     kernels = [(name, device) for kind, name, device in work if kind == "kernel"]
     assert ("aten::addmm", index) in kernels, kernels
+    assert ("aten::topk", index) in kernels, kernels
     assert any(name.startswith("cpp_fused_") and device == index for name, device in kernels)
 
 
