@@ -353,6 +353,11 @@ def build_compiled_mlp(device: torch.device, quick: bool) -> Case:
     return build_mlp(device, quick, wrap=torch.compile)
 
 
+def build_compiled_mlp_cpp_wrapper(device: torch.device, quick: bool) -> Case:
+    return build_mlp(device, quick,
+                     wrap=lambda model: torch.compile(model, options={"cpp_wrapper": True}))
+
+
 def build_compiled_transformer(device: torch.device, quick: bool) -> Case:
     return build_transformer(device, quick, wrap=torch.compile)
 
@@ -421,6 +426,8 @@ WORKLOADS: list[Workload] = [
              build_dataloader, reps=31),
     Workload("compiled_mlp_step", "torch.compile'd MLP 512-1024-1024-10, batch 256, fwd+bwd "
              "(eager Adam step)", 1.05, build_compiled_mlp, reps=61),
+    Workload("compiled_mlp_step_cpp_wrapper", "compiled_mlp_step with Inductor's C++ wrapper "
+             "(cpp_wrapper=True)", 1.05, build_compiled_mlp_cpp_wrapper, reps=61),
     Workload("compiled_transformer_step", "torch.compile'd TransformerEncoderLayer d256 h4 "
              "seq64 batch16 fwd+bwd", 1.05, build_compiled_transformer, reps=31),
     Workload("compile_time_first_call", "first call of a fresh torch.compile of a small MLP "

@@ -91,7 +91,7 @@ HAS_KINETO = (
 
 backend = CppExtension(
     name=LIBRARY,
-    sources=sources("runtime", "execution", "aten", "distributed", "profiler"),
+    sources=sources("runtime", "execution", "aten", "inductor", "distributed", "profiler"),
     include_dirs=[str(CSRC), runtime_include] + ([str(KINETO_INCLUDE)] if HAS_KINETO else []),
     library_dirs=[runtime_lib],
     libraries=["openreg"],

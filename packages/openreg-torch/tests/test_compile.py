@@ -280,20 +280,6 @@ def test_a_second_process_reuses_the_compiled_code(run_python, tmp_path):
     assert "result 61.0" in second.stdout and "hits 1" in second.stdout, second
 
 
-def test_cpp_wrapper_is_a_clear_error():
-    fn = torch.compile(lambda x: x + 1, options={"cpp_wrapper": True})
-    with pytest.raises(Exception, match="C\\+\\+ wrapper .* is not supported on openreg"):
-        fn(torch.randn(3, device="openreg"))
-
-
-def test_aot_inductor_is_a_clear_error(tmp_path):
-    model = nn.Linear(4, 3).to("openreg")
-    program = torch.export.export(model, (torch.randn(2, 4, device="openreg"),))
-    with pytest.raises(Exception, match="C\\+\\+ wrapper .* is not supported on openreg"):
-        torch._inductor.aoti_compile_and_package(program,
-                                                 package_path=str(tmp_path / "model.pt2"))
-
-
 # --- the launcher, directly ------------------------------------------------------------
 
 SCALE_SOURCE = r'''

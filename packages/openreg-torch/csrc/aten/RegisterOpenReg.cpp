@@ -7,6 +7,7 @@
 //   4. last, composite operators whose CPU kernel serves better, routed to the fallback
 //      (this reads which operators 1 and 2 already cover).
 // Kernels live in native/ and execution/; this file only says which serves what.
+// (Also here: the AOTInductor model runner for openreg packages, at the end.)
 // (The openreg namespace is OpenRegLibrary.cpp; autocast lists OpenRegAutocast.cpp.)
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -61,6 +62,7 @@
 #include "aten/native/Random.h"
 #include "aten/native/ShallowCopy.h"
 #include "aten/native/SparseTensor.h"
+#include "inductor/OpenRegModelContainerRunner.h"
 
 namespace at::openreg {
 namespace {
@@ -342,3 +344,13 @@ namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &at::native::openreg::fused_sdp_choice);
 // DOC END: register-sdp-choice
 } // namespace at::native
+
+namespace at::openreg {
+namespace {
+// DOC START: register-aoti-runner
+// AOTInductor: aoti_load_package runs a package compiled for openreg with openreg's runner.
+const torch::inductor::RegisterAOTIModelRunner aoti_model_runner(
+    "openreg", &at::native::openreg::create_openreg_model_runner);
+// DOC END: register-aoti-runner
+} // namespace
+} // namespace at::openreg

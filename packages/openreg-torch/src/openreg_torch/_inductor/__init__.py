@@ -16,7 +16,8 @@ import torch
 from .._dynamo.device_interface import register_device_interface
 from .device_op_overrides import OpenRegDeviceOpOverrides
 from .scheduling import OpenRegScheduling
-from .wrapper import OpenRegCppWrapperCodegen, OpenRegPythonWrapperCodegen
+from .wrapper import OpenRegPythonWrapperCodegen
+from .wrapper_cpp import OpenRegCppWrapperCodegen
 
 __all__ = [
     "OpenRegScheduling",

@@ -95,24 +95,3 @@ class OpenRegPythonWrapperCodegen(PythonWrapperCodegen):
                                f"get_external_object_by_index({user_object})")
         return super().codegen_cuda_stream_enter(stream_idx)
     # DOC END: wrapper-devices-and-streams
-
-
-class OpenRegCppWrapperCodegen(PythonWrapperCodegen):
-    """The C++ wrapper (``cpp_wrapper=True``, AOTInductor) on openreg: a clear error.
-
-    Inductor's CppWrapperCpu calls each C++ kernel directly with ``tensor.data_ptr()``,
-    which on openreg is a device address the host must not dereference. An openreg C++
-    wrapper would translate every pointer to the kernel view and launch through the
-    execution layer, and AOTInductor would also need a model runner registered for
-    openreg (RegisterAOTIModelRunner); neither is written yet.
-    """
-
-    # DOC START: cpp-wrapper-error
-    @staticmethod
-    def create(*args: Any, **kwargs: Any):
-        raise NotImplementedError(
-            "openreg: Inductor's C++ wrapper (torch.compile with cpp_wrapper=True, and "
-            "AOTInductor) is not supported on openreg: its kernel calls pass device "
-            "addresses (tensor.data_ptr()) to host code. Use the default Python wrapper."
-        )
-    # DOC END: cpp-wrapper-error
