@@ -87,6 +87,34 @@ def test_training_step_matches_cpu():
     torch.testing.assert_close(results["openreg"][1:], [p.grad for p in eager.parameters()])
 
 
+@pytest.mark.parametrize("model_name", ["transformer_layer", "conv_net"])
+def test_attention_and_convolution_training_step_matches_eager_cpu(model_name):
+    # Attention returns integers too (max_q, max_k) and a convolution is an extern kernel:
+    # both go through openreg's C shim (dispatch by name cannot return integers).
+    def build():
+        torch.manual_seed(0)
+        if model_name == "transformer_layer":
+            return (nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True),
+                    torch.randn(2, 6, 32))
+        return (nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                              nn.Flatten(), nn.Linear(4, 2)), torch.randn(2, 3, 10, 10))
+
+    eager, x = build()
+    eager(x).square().sum().backward()
+    model, _ = build()
+    model.to("openreg")
+    (loss, work), code = run_and_get_cpp_code(
+        lambda: launched(lambda: torch.compile(model)(x.to("openreg")).square().sum()))
+    loss.backward()
+    shim = {"transformer_layer": "_scaled_dot_product_fused_attention_overrideable",
+            "conv_net": "convolution"}[model_name]
+    assert f"aoti_torch_openreg_{shim}(" in code
+    assert any(name.startswith("cpp_fused_") for kind, name, _ in work if kind == "kernel")
+    torch.testing.assert_close(loss.cpu(), eager(x).square().sum())
+    torch.testing.assert_close([p.grad.cpu() for p in model.parameters()],
+                               [p.grad for p in eager.parameters()])
+
+
 def test_second_device_sizes_as_arguments_allocator_and_a_fallback_operator():
     # topk has no openreg C shim: the wrapper dispatches it by name. With dynamic shapes
     # the kernels also take sizes (int64_t scalars).

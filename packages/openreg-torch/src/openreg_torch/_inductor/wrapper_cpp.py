@@ -101,7 +101,7 @@ inline bool on_host(AtenTensorHandle tensor) {
 } // namespace openreg_wrapper
 """
 
-# openreg's C shim (csrc/aten/CShimOpenReg.cpp): the extern kernels Inductor calls by
+# openreg's C shim (csrc/inductor/CShimOpenReg.cpp): the extern kernels Inductor calls by
 # shim name on an openreg buffer, with their C parameters.
 _TENSOR = "AtenTensorHandle"
 _C_SHIM = {
@@ -110,6 +110,17 @@ _C_SHIM = {
     "bmm_out": (_TENSOR, _TENSOR, _TENSOR),
     "baddbmm_out": (_TENSOR, _TENSOR, _TENSOR, _TENSOR, "double", "double"),
     "_int_mm_out": (_TENSOR, _TENSOR, _TENSOR),
+    "convolution": (_TENSOR, _TENSOR, "AtenTensorHandle*", "const int64_t*", "int64_t",
+                    "const int64_t*", "int64_t", "const int64_t*", "int64_t", "int32_t",
+                    "const int64_t*", "int64_t", "int64_t", "AtenTensorHandle*"),
+    # Called as fallback kernels (generate_fallback_kernel): their integer results.
+    "_scaled_dot_product_fused_attention_overrideable": (
+        _TENSOR, _TENSOR, _TENSOR, "AtenTensorHandle*", "double", "int32_t", "int32_t",
+        "double*", *["AtenTensorHandle*"] * 4, "int64_t*", "int64_t*",
+        *["AtenTensorHandle*"] * 3),
+    "_scaled_dot_product_fused_attention_overrideable_backward": (
+        *[_TENSOR] * 5, "const int32_t*", "int64_t", *[_TENSOR] * 4, "int64_t", "int64_t",
+        "double", "int32_t", _TENSOR, _TENSOR, "double*", *["AtenTensorHandle*"] * 4),
 }
 
 
@@ -231,7 +242,8 @@ class OpenRegCppWrapperCodegen(CppWrapperCpu):
         device = node.get_device()
         op = node.op_overload
         if (device is not None and device.type == "openreg"
-                and isinstance(op, torch._ops.OpOverload)):
+                and isinstance(op, torch._ops.OpOverload)
+                and op._schema.name.removeprefix("aten::") not in _C_SHIM):
             self.generate_fallback_kernel_with_runtime_lookup(
                 node.get_name(),
                 node.python_kernel_name,
