@@ -45,7 +45,8 @@ UBSAN_OPTIONS = [
     "print_stacktrace=1",
 ]
 # DOC END: sanitizer-options
-LSAN_SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lsan_suppressions.txt")
+LSAN_SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                 "lsan_suppressions.txt")
 
 
 def runtime_library(name: str) -> str:

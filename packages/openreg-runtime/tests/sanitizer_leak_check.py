@@ -7,12 +7,16 @@ it never frees and static destructors have run, so an exit-time report lists the
 interpreter's and libtorch's shutdown, not bugs. While the session is still alive every
 object Python, libtorch or openreg means to keep is reachable, so what the check reports
 was really lost: a block whose last pointer is gone (a leaked storage context, a dropped
-allocator block, an adopted result nobody owns). Child processes (compilers, spawned
-workers) run with the same preload but are not leak-checked: they never call this.
+allocator block, an adopted result nobody owns). Two kinds of live object LeakSanitizer
+cannot see as reachable are dealt with: CPython objects referenced only from frames
+(lsan_suppressions.txt says why) and torch.multiprocessing's cached weak references
+(below). Child processes (compilers, spawned workers) run with the same preload but are
+not leak-checked: they never call this.
 """
 
 import ctypes
 import gc
+import sys
 
 import pytest
 
@@ -31,6 +35,13 @@ def pytest_sessionfinish(session):
         raise pytest.UsageError("-p sanitizer_leak_check needs a process run by "
                                 "run_sanitized.py (no LeakSanitizer runtime is loaded)")
     check.restype = ctypes.c_int
+    reductions = sys.modules.get("torch.multiprocessing.reductions")
+    if reductions is not None:
+        # torch.multiprocessing caches a weak reference to every storage it shared, as a
+        # Python int (StorageWeakRef.cdata), which LeakSanitizer cannot read as a pointer: a
+        # storage whose tensors are gone would be reported while the cache still owns it.
+        # Dropping the cache frees them; the session is over, nothing shares any more.
+        reductions.shared_cache.clear()
     # Reference cycles nobody collected yet are unreachable but not leaked.
     gc.collect()
     # LeakSanitizer prints its report (allocation stacks) to stderr itself.
