@@ -5,11 +5,13 @@ packages/openreg-runtime/tests/test_sanitizers.py."""
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 import openreg_torch
+from openreg_torch.testing import run_process
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("OPENREG_EXPECT_SANITIZERS") != "1",
@@ -70,4 +72,23 @@ def test_a_leak_in_openreg_torch_is_found_by_the_session_leak_check(run_python):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["clean", "leaked"], proc.stderr
     assert "ERROR: LeakSanitizer: detected memory leaks" in proc.stderr
+    assert "SanitizerSelfTest.cpp" in proc.stderr
+
+
+def test_the_session_leak_check_fails_a_run_that_leaked(tmp_path):
+    # The env's sanitizer_leak_check plugin, in a pytest session of its own whose one test
+    # passes but leaks: the session must fail and show where the block was allocated.
+    (tmp_path / "test_leaky.py").write_text(
+        "import openreg_torch\n"
+        "def test_leaks():\n"
+        "    openreg_torch._C._sanitizer_selftest('leak')\n"
+    )
+    plugins = Path(__file__).resolve().parents[2] / "openreg-runtime" / "tests"
+    proc = run_process(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-p", "sanitizer_leak_check", "test_leaky.py"],
+        env={"PYTHONPATH": str(plugins)}, cwd=tmp_path)
+    assert "1 passed" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "LeakSanitizer found leaks" in proc.stdout
     assert "SanitizerSelfTest.cpp" in proc.stderr
