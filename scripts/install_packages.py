@@ -62,6 +62,7 @@ def install(name: str, force: bool) -> None:
     stamp_dir = Path(sys.prefix) / "openreg-build"
     stamp = stamp_dir / f"{name}.stamp"
     key = (f"{source_digest(package_dir)} torch={torch_version()} "
+           f"sanitize={os.environ.get('OPENREG_SANITIZE', '0')} "
            f"deps={installed_dependencies(name, stamp_dir)}")
     if not force and stamp.exists() and stamp.read_text() == key:
         print(f"[install] {name}: up to date")

@@ -5,6 +5,7 @@ The torch version is recorded in the package (openreg_torch/_build_info.py) and 
 wheel's requirements, so an import under another torch fails with a clear message.
 """
 
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -13,11 +14,25 @@ from pathlib import Path
 # autoloaded by the `import torch` below: this build is what replaces it.
 os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
 
-import openreg_runtime  # noqa: E402
 import torch  # noqa: E402
 from setuptools import setup  # noqa: E402
 from setuptools.command.build_py import build_py  # noqa: E402
 from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
+
+
+def installed_paths(package):
+    """`package._paths` (get_include, get_library_dir) without importing `package`: its
+    libraries need not load to be built against, and a sanitized build's cannot load in a
+    process that has no sanitizer runtime preloaded (OPENREG_SANITIZE=1 below)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"{package} is not installed: build and install it first")
+    location = Path(next(iter(spec.submodule_search_locations))) / "_paths.py"
+    paths_spec = importlib.util.spec_from_file_location(f"{package}._paths", location)
+    module = importlib.util.module_from_spec(paths_spec)
+    paths_spec.loader.exec_module(module)
+    return module
+
 
 HERE = Path(__file__).resolve().parent
 CSRC = HERE / "csrc"
@@ -27,6 +42,23 @@ TORCH_VERSION = torch.__version__
 TORCH_RELEASE = TORCH_VERSION.split("+")[0]
 
 COMPILE_ARGS = ["-O2", "-g0", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"]
+LINK_ARGS = []
+BINDING_MACROS = []
+
+# OPENREG_SANITIZE=1 (the py311-sanitize tox env) builds both libraries with AddressSanitizer
+# and UBSan, as openreg-runtime's setup.py does and for the same reasons: UBSan findings
+# abort, -O1 keeps reports readable, -fno-wrapv undoes Python's -fwrapv (which would hide
+# signed overflow). -g1 (line tables, no variables) rather than -g: reports still name file
+# and line, and these template-heavy sources compile a third faster with objects a third
+# the size. Later flags win over torch's defaults. libtorch itself stays uninstrumented:
+# only openreg's own code is checked (the runtime's tests/run_sanitized.py sets the options).
+SANITIZE = os.environ.get("OPENREG_SANITIZE", "0") not in ("", "0")
+if SANITIZE:
+    SANITIZERS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+    COMPILE_ARGS += ["-O1", "-g1", "-fno-omit-frame-pointer", "-fno-wrapv", *SANITIZERS]
+    LINK_ARGS += SANITIZERS
+    # Compiles the deliberate bugs tests/test_sanitizers.py triggers (SanitizerSelfTest.cpp).
+    BINDING_MACROS += [("OPENREG_TORCH_SANITIZER_SELFTEST", "1")]
 
 
 def sources(*folders):
@@ -76,6 +108,7 @@ class BuildPy(build_py):
         )
 
 
+openreg_runtime = installed_paths("openreg_runtime")
 runtime_include = openreg_runtime.get_include()
 runtime_lib = openreg_runtime.get_library_dir()
 
@@ -98,7 +131,8 @@ backend = CppExtension(
     define_macros=[("OPENREG_TORCH_BUILDING_LIBRARY", "1")]
     + ([("USE_KINETO", "1")] if HAS_KINETO else []),
     extra_compile_args=COMPILE_ARGS,
-    extra_link_args=["-Wl,-rpath,$ORIGIN/../../openreg_runtime/lib", "-Wl,-soname,libopenreg_torch.so"],
+    extra_link_args=["-Wl,-rpath,$ORIGIN/../../openreg_runtime/lib",
+                     "-Wl,-soname,libopenreg_torch.so", *LINK_ARGS],
 )
 
 bindings = CppExtension(
@@ -107,11 +141,17 @@ bindings = CppExtension(
     include_dirs=[str(CSRC), runtime_include],
     library_dirs=[runtime_lib],
     libraries=["openreg_torch", "openreg"],
+    define_macros=BINDING_MACROS,
     extra_compile_args=COMPILE_ARGS,
-    extra_link_args=["-Wl,-rpath,$ORIGIN/lib", "-Wl,-rpath,$ORIGIN/../openreg_runtime/lib"],
+    extra_link_args=["-Wl,-rpath,$ORIGIN/lib", "-Wl,-rpath,$ORIGIN/../openreg_runtime/lib",
+                     *LINK_ARGS],
 )
 
 build_dir = os.environ.get("OPENREG_BUILD_DIR")
+if SANITIZE:
+    # Up-to-date objects are reused whatever flags built them: sanitized and normal builds
+    # must never share a directory.
+    build_dir = (build_dir or "build") + "-sanitize"
 setup(
     ext_modules=[backend, bindings],
     cmdclass={"build_ext": BuildLibraries.with_options(use_ninja=True), "build_py": BuildPy},

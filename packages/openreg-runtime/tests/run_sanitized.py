@@ -1,12 +1,16 @@
 """Run Python with the sanitizer runtimes that an OPENREG_SANITIZE=1 build of
-openreg-runtime needs, e.g.
+the openreg packages needs, e.g.
 
-    python packages/openreg-runtime/tests/run_sanitized.py -m pytest packages/openreg-runtime/tests
+    python packages/openreg-runtime/tests/run_sanitized.py -m pytest -p sanitizer_leak_check \
+        packages/openreg-runtime/tests
 
-The interpreter itself is not instrumented, so AddressSanitizer's runtime has
-to be preloaded: it must come first in the process to intercept malloc/free.
-Used by the py311-sanitize tox env; every option below says why it is set.
-Options already in the environment are appended, so they win.
+The interpreter and libtorch are not instrumented, so AddressSanitizer's
+runtime has to be preloaded: it must come first in the process to intercept
+malloc/free. Only openreg's own libraries are checked, but every allocation
+of the process goes through ASan's allocator, so a use-after-free or overflow
+by openreg of memory libtorch or Python allocated is caught too. Used by the
+py311-sanitize tox env; every option below says why it is set. Options
+already in the environment are appended, so they win.
 """
 
 import os
@@ -16,11 +20,15 @@ import sysconfig
 
 # DOC START: sanitizer-options
 ASAN_OPTIONS = [
-    # CPython never frees interned strings, static types and module state at
-    # exit, and the runtime leaks its device tables and stream/event pools on
-    # purpose (worker threads may outlive static destructors): a leak report
-    # would list those, not bugs.
-    "detect_leaks=0",
+    # LeakSanitizer on, but no check at exit: by then CPython has dropped its
+    # last references to objects it never frees (interned strings, static
+    # types, module state) and static destructors have run, so an exit report
+    # lists shutdown, not bugs. The test process checks once, while everything
+    # still meant to be alive is reachable, when the pytest session ends
+    # (sanitizer_leak_check.py); other processes, e.g. the compilers that
+    # inherit the preload, are not leak-checked.
+    "detect_leaks=1",
+    "leak_check_at_exit=0",
     # Leave SIGSEGV/SIGBUS alone: the runtime's own diagnostic for host
     # accesses to device memory (and Python's faulthandler behind it) is what
     # test_fault.py checks, and it must see the signal exactly as in a normal
@@ -37,6 +45,8 @@ UBSAN_OPTIONS = [
     "print_stacktrace=1",
 ]
 # DOC END: sanitizer-options
+LSAN_SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                 "lsan_suppressions.txt")
 
 
 def runtime_library(name: str) -> str:
@@ -57,6 +67,9 @@ def main() -> None:
     preload = [runtime_library("libasan.so"), runtime_library("libubsan.so")]
     env["LD_PRELOAD"] = ":".join(preload + [p for p in [env.get("LD_PRELOAD")] if p])
     env["ASAN_OPTIONS"] = ":".join(ASAN_OPTIONS + [p for p in [env.get("ASAN_OPTIONS")] if p])
+    # Third-party leaks LeakSanitizer must not report, each explained in the file.
+    env["LSAN_OPTIONS"] = ":".join([f"suppressions={LSAN_SUPPRESSIONS}", "print_suppressions=0"]
+                                   + [p for p in [env.get("LSAN_OPTIONS")] if p])
     env["UBSAN_OPTIONS"] = ":".join(UBSAN_OPTIONS + [p for p in [env.get("UBSAN_OPTIONS")] if p])
     # Route Python's small objects (bytes, ctypes buffers) through malloc, so
     # they get redzones and an overrun by the runtime's copies is reported.

@@ -11,6 +11,7 @@
 #include "python/Distributed.h"
 #include "python/Ipc.h"
 #include "python/MemorySnapshot.h"
+#include "python/SanitizerSelfTest.h"
 #include "python/Stream.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
@@ -118,5 +119,6 @@ PYBIND11_MODULE(_C, m) {
   openreg_torch::init_ipc_bindings(m);
   openreg_torch::init_memory_snapshot_bindings(m);
   openreg_torch::init_compiled_kernel_bindings(m);
+  openreg_torch::init_sanitizer_selftest_bindings(m);
 }
 // DOC END: module-methods

@@ -562,7 +562,11 @@ class DeviceCache {
   size_t trace_next_ = 0;  // the oldest event once trace_ is full
 };
 
-std::array<std::unique_ptr<DeviceCache>, OR_MAX_DEVICES> caches;
+// Never destroyed, like the runtime's device tables: a tensor freed during or after static
+// destruction (by another library's static, a thread still running, a Python object
+// finalised late) must still find its cache. Destroying them at exit also dropped every
+// Block they held without deleting it (LeakSanitizer's finding in py311-sanitize).
+std::array<DeviceCache*, OR_MAX_DEVICES> caches{};
 std::once_flag caches_created;
 // Set once the caches exist: every allocation and free asks, and std::call_once costs
 // two thread-local accesses and a pthread_once even when it has run.
@@ -572,7 +576,7 @@ DeviceCache& cacheOf(DeviceIndex device) {
   if (C10_UNLIKELY(!caches_ready.load(std::memory_order_acquire))) {
     std::call_once(caches_created, [] {
       for (DeviceIndex index = 0; index < device_count(); ++index) {
-        caches[index] = std::make_unique<DeviceCache>(index);
+        caches[index] = new DeviceCache(index);
       }
       caches_ready.store(true, std::memory_order_release);
     });

@@ -1,0 +1,50 @@
+"""pytest plugin of the py311-sanitize env (`-p sanitizer_leak_check`): one LeakSanitizer
+check of the test process when the session ends, which fails the run if it finds a leak.
+
+Why at the end of the session and not at exit (run_sanitized.py sets
+leak_check_at_exit=0): at exit, CPython has already dropped the last references to objects
+it never frees and static destructors have run, so an exit-time report lists the
+interpreter's and libtorch's shutdown, not bugs. While the session is still alive every
+object Python, libtorch or openreg means to keep is reachable, so what the check reports
+was really lost: a block whose last pointer is gone (a leaked storage context, a dropped
+allocator block, an adopted result nobody owns). Two kinds of live object LeakSanitizer
+cannot see as reachable are dealt with: CPython objects referenced only from frames
+(lsan_suppressions.txt says why) and torch.multiprocessing's cached weak references
+(below). Child processes (compilers, spawned workers) run with the same preload but are
+not leak-checked: they never call this.
+"""
+
+import ctypes
+import gc
+import sys
+
+import pytest
+
+
+def _leak_check():
+    """The sanitizer runtime's `__lsan_do_recoverable_leak_check`, or None without one."""
+    try:
+        return ctypes.CDLL(None).__lsan_do_recoverable_leak_check
+    except AttributeError:
+        return None
+
+
+def pytest_sessionfinish(session):
+    check = _leak_check()
+    if check is None:
+        raise pytest.UsageError("-p sanitizer_leak_check needs a process run by "
+                                "run_sanitized.py (no LeakSanitizer runtime is loaded)")
+    check.restype = ctypes.c_int
+    reductions = sys.modules.get("torch.multiprocessing.reductions")
+    if reductions is not None:
+        # torch.multiprocessing caches a weak reference to every storage it shared, as a
+        # Python int (StorageWeakRef.cdata), which LeakSanitizer cannot read as a pointer: a
+        # storage whose tensors are gone would be reported while the cache still owns it.
+        # Dropping the cache frees them; the session is over, nothing shares any more.
+        reductions.shared_cache.clear()
+    # Reference cycles nobody collected yet are unreachable but not leaked.
+    gc.collect()
+    # LeakSanitizer prints its report (allocation stacks) to stderr itself.
+    if check() != 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print("\nsanitizer_leak_check: LeakSanitizer found leaks (report above); failing the run")
