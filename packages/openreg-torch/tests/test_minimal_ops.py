@@ -93,6 +93,30 @@ def test_copy_broadcasts_and_handles_conjugate():
     torch.testing.assert_close(conjugated.resolve_conj().cpu(), complex_host.conj().resolve_conj())
 
 
+def test_large_copies_run_as_parallel_kernels_in_stream_order():
+    # From 4 MiB a copy the caller waits for is a kernel (the CPU's copy_ over the intra-op
+    # threads), still seen as a copy and ordered after the stream's earlier work.
+    import openreg_torch
+
+    host = torch.randn(3 << 20)  # 12 MiB
+    device = torch.zeros(3 << 20, device="openreg")
+    side = torch.openreg.Stream()
+    with torch.openreg.stream(side):
+        device.add_(1.0)  # the copies below come after it on the same stream
+        openreg_torch._C._start_device_work_log()
+        device[1:].copy_(host[:-1])  # offsets inside both allocations
+        back = device.cpu()
+        twin = device.clone()
+        work = openreg_torch._C._stop_device_work_log()
+    torch.openreg.synchronize()
+    expected = torch.cat([torch.ones(1), host[:-1]])
+    torch.testing.assert_close(back, expected)
+    torch.testing.assert_close(twin.cpu(), expected)
+    kinds = [(kind, name) for kind, name, _, _ in work]
+    assert ("copy", "Memcpy HtoD") in kinds and ("copy", "Memcpy DtoH") in kinds, kinds
+    assert ("copy", "Memcpy DtoD") in kinds, kinds
+
+
 def test_non_blocking_copies():
     host = torch.randn(1000).pin_memory()
     device = host.to("openreg", non_blocking=True)
