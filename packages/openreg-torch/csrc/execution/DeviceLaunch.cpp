@@ -3,6 +3,7 @@
 #include <ATen/ops/from_blob.h>
 
 #include <cstring>
+#include <exception>
 
 #include "execution/KernelView.h"
 #include "runtime/OpenRegHostAllocator.h"
@@ -53,23 +54,31 @@ void parallel_copy(void* dst, const void* src, size_t bytes, orMemcpyKind kind,
     char* to;
     const char* from;
     size_t bytes;
+    std::exception_ptr error;
   } copy{static_cast<char*>(kind == orMemcpyDeviceToHost ? dst : kernel_pointer(dst)),
          static_cast<const char*>(kind == orMemcpyHostToDevice ? src : kernel_pointer(src)),
-         bytes};
+         bytes, nullptr};
   auto body = [](void* data) {
-    const auto* c = static_cast<const Copy*>(data);
+    auto* c = static_cast<Copy*>(data);
     if (c->to < c->from + c->bytes && c->from < c->to + c->bytes) {
       std::memmove(c->to, c->from, c->bytes);  // overlapping (one allocation)
       return;
     }
-    // The CPU's copy_ itself (compiled with its OpenMP), over the two byte ranges.
-    const auto bytes_at = [c](const void* address) {
-      return at::from_blob(const_cast<void*>(address), {static_cast<int64_t>(c->bytes)},
-                           at::TensorOptions().dtype(at::kByte));
-    };
-    bytes_at(c->to).copy_(bytes_at(c->from));
+    try {
+      // The CPU's copy_ itself (compiled with its OpenMP), over the two byte ranges.
+      const auto bytes_at = [c](const void* address) {
+        return at::from_blob(const_cast<void*>(address), {static_cast<int64_t>(c->bytes)},
+                             at::TensorOptions().dtype(at::kByte));
+      };
+      bytes_at(c->to).copy_(bytes_at(c->from));
+    } catch (...) {
+      c->error = std::current_exception();  // not through the runtime's C frames
+    }
   };
   OPENREG_CHECK(orLaunchKernel(stream, body, &copy));
+  if (copy.error) {
+    std::rethrow_exception(copy.error);
+  }
 }
 // DOC END: parallel-copy
 
