@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 import openreg_torch
+from openreg_torch.testing import recorded_device_work
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH_PRIMITIVES = re.compile(r"\b(orLaunchKernel|orMemcpyAsync|orMemsetAsync|launch_kernel)\s*\(")
@@ -24,14 +25,7 @@ EXPECT_EXTRA = os.environ.get("OPENREG_EXPECT_EXTRA") == "1"
 
 def recorded(fn):
     """The device work `fn` issues, as (kind, name, device, bytes) tuples."""
-    torch.openreg.synchronize()
-    openreg_torch._C._start_device_work_log()
-    try:
-        fn()
-        torch.openreg.synchronize()
-    finally:
-        work = openreg_torch._C._stop_device_work_log()
-    return work
+    return recorded_device_work(fn)[1]
 
 
 def kernels(work):

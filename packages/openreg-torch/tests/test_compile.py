@@ -19,6 +19,7 @@ import torch._inductor.config as inductor_config
 from torch import nn
 
 import openreg_torch
+from openreg_torch.testing import recorded_device_work
 from openreg_torch.openreg.streams import _sleep
 
 # Not in the py311-sanitize env: Inductor compiles its C++ in compiler processes that
@@ -43,13 +44,7 @@ def fresh_dynamo():
 
 def launched_kernels(fn):
     """(result of fn(), names of the kernels it launched on openreg devices)."""
-    torch.openreg.synchronize()
-    openreg_torch._C._start_device_work_log()
-    try:
-        result = fn()
-        torch.openreg.synchronize()
-    finally:
-        work = openreg_torch._C._stop_device_work_log()
+    result, work = recorded_device_work(fn)
     return result, [name for kind, name, _, _ in work if kind == "kernel"]
 
 

@@ -21,6 +21,7 @@ from torch import nn
 from torch._inductor.utils import run_and_get_cpp_code
 
 import openreg_torch
+from openreg_torch.testing import recorded_device_work
 
 
 # Not in the py311-sanitize env, for test_compile.py's reason (C++ compiles under the
@@ -41,13 +42,7 @@ def cpp_wrapper():
 
 def launched(fn):
     """(fn(), [(kind, name, device)] of the device work it issued)."""
-    torch.openreg.synchronize()
-    openreg_torch._C._start_device_work_log()
-    try:
-        result = fn()
-        torch.openreg.synchronize()
-    finally:
-        work = openreg_torch._C._stop_device_work_log()
+    result, work = recorded_device_work(fn)
     return result, [(kind, name, device) for kind, name, device, _ in work]
 
 

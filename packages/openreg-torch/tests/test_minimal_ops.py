@@ -3,6 +3,8 @@
 import pytest
 import torch
 
+from openreg_torch.testing import recorded_device_work
+
 
 def test_empty_memory_format():
     tensor = torch.empty(2, 3, 4, 5, device="openreg", memory_format=torch.channels_last)
@@ -96,19 +98,14 @@ def test_copy_broadcasts_and_handles_conjugate():
 def test_large_copies_run_as_parallel_kernels_in_stream_order():
     # From 4 MiB a copy the caller waits for is a kernel (the CPU's copy_ over the intra-op
     # threads), still seen as a copy and ordered after the stream's earlier work.
-    import openreg_torch
-
     host = torch.randn(3 << 20)  # 12 MiB
     device = torch.zeros(3 << 20, device="openreg")
     side = torch.openreg.Stream()
     with torch.openreg.stream(side):
         device.add_(1.0)  # the copies below come after it on the same stream
-        openreg_torch._C._start_device_work_log()
-        device[1:].copy_(host[:-1])  # offsets inside both allocations
-        back = device.cpu()
-        twin = device.clone()
-        work = openreg_torch._C._stop_device_work_log()
-    torch.openreg.synchronize()
+        (back, twin), work = recorded_device_work(
+            lambda: (device[1:].copy_(host[:-1]),  # offsets inside both allocations
+                     device.cpu(), device.clone())[1:])
     expected = torch.cat([torch.ones(1), host[:-1]])
     torch.testing.assert_close(back, expected)
     torch.testing.assert_close(twin.cpu(), expected)

@@ -5,10 +5,12 @@
   environment policy and a timeout that kills the child's whole process group;
 * ``preserved_device_and_streams``: puts back the current device and streams;
 * ``assert_matches_cpu``: runs a function on the CPU and on openreg, compares the results;
+* ``recorded_device_work``: the kernels, copies and fills a function issues;
 * ``openreg_torch.testing.fixtures``: the same as pytest fixtures (imports pytest).
 """
 
 from ._comparison import assert_matches_cpu
+from ._device_work import recorded_device_work
 from ._process import (
     ENV_PASSED_ON,
     ENV_PASSED_ON_PREFIXES,
@@ -28,6 +30,7 @@ __all__ = [
     "assert_matches_cpu",
     "child_env",
     "preserved_device_and_streams",
+    "recorded_device_work",
     "run_process",
     "run_python",
 ]
