@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import gc
 import json
 import os
 import sys
@@ -313,6 +314,53 @@ def check_transport_keeps_no_python_objects(rank, world):
         cpu_work.wait()
     finally:
         dist.destroy_process_group()
+
+
+def gloo_threads():
+    """This process's gloo run-loop threads (named by ProcessGroupGloo)."""
+    names = []
+    for task in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/comm") as comm:
+            names.append(comm.read().strip())
+    return names.count("pt_gloo_runloop")
+
+
+def check_last_reference_dropped_during_a_callback(rank, world):
+    """The last reference to an orccl backend dropped by a thread holding the GIL (DDP's
+    Reducer drops it so, after destroy_process_group) while a Python callback chained on a
+    collective still runs on gloo's thread. Destroying the backend joins that thread, which
+    needs the GIL to finish the callback: the backend releases the GIL for the join (this
+    hung both the process and the check before it did)."""
+    import threading
+
+    init()
+    x = torch.ones(4, device=device())
+    if rank == 1:
+        dist.distributed_c10d._get_default_store().wait(["callback attached"])
+        dist.all_reduce(x)
+        dist.destroy_process_group()
+        return
+    started, proceed = threading.Event(), threading.Event()
+
+    def callback(future):
+        assert threading.current_thread() is not threading.main_thread()
+        started.set()
+        assert proceed.wait(timeout=20)
+        return future.value()
+
+    backend = dist.group.WORLD._get_backend(device())
+    # Rank 1 starts its part only once the callback is attached, so the callback runs
+    # where gloo completes the collective: on gloo's thread.
+    chained = dist.all_reduce(x, async_op=True).get_future().then(callback)
+    dist.distributed_c10d._get_default_store().set("callback attached", "1")
+    assert started.wait(timeout=20), "the callback did not start"
+    threads_before = gloo_threads()  # gloo's threads name themselves once they run
+    dist.destroy_process_group()
+    gc.collect()  # the group's Python objects may sit in reference cycles
+    proceed.set()
+    del backend  # the last reference: destroys gloo's backend, joining its threads
+    assert gloo_threads() < threads_before, (threads_before, gloo_threads())
+    assert_close(chained.wait()[0].cpu(), torch.full((4,), 2.0))
 
 
 # ------------------------------------------------------------------ collectives

@@ -191,6 +191,10 @@ def test_transport_keeps_no_python_objects(workers):
     workers.run("transport_keeps_no_python_objects")
 
 
+def test_last_reference_dropped_while_a_callback_needs_the_gil(workers):
+    workers.run("last_reference_dropped_during_a_callback", timeout=40.0)
+
+
 # ------------------------------------------------------------------------ collectives
 
 

@@ -299,6 +299,21 @@ ProcessGroupOpenReg::ProcessGroupOpenReg(int rank, int size, c10::intrusive_ptr<
                     "ProcessGroupOpenReg needs a gloo backend as its transport");
 }
 
+namespace {
+std::atomic<ProcessGroupOpenReg::RunWithoutGil> run_without_gil{nullptr};
+} // namespace
+
+void ProcessGroupOpenReg::set_run_without_gil(RunWithoutGil run) {
+  run_without_gil.store(run);
+}
+
+ProcessGroupOpenReg::~ProcessGroupOpenReg() {
+  const auto run = run_without_gil.load();
+  if (transport_ && run != nullptr) {
+    run([](void* self) { static_cast<ProcessGroupOpenReg*>(self)->transport_.reset(); }, this);
+  }
+}
+
 Backend& ProcessGroupOpenReg::transport_or_throw(const char* op) const {
   TORCH_CHECK(transport_, op, " on openreg tensors: ", unavailable_reason_);
   TORCH_CHECK(!terminated_, "ProcessGroupOpenReg::", op,

@@ -65,6 +65,15 @@ class OPENREG_TORCH_API ProcessGroupOpenReg : public Backend {
   // served, e.g. init_process_group("gloo"), so that the error names the fix).
   ProcessGroupOpenReg(int rank, int size, c10::intrusive_ptr<Backend> transport,
                       std::string unavailable_reason = {});
+  ~ProcessGroupOpenReg() override;
+
+  // Destroying the transport joins gloo's threads, and one of them may need the GIL to
+  // finish (a Python callback chained on a collective's future is released there), while
+  // the last owner of this backend (a Reducer, a Python object) may drop it holding the
+  // GIL. The Python bindings install `run_without_gil`, which runs `fn(arg)` with the GIL
+  // released when the calling thread holds it (this library does not link Python).
+  using RunWithoutGil = void (*)(void (*fn)(void*), void* arg);
+  static void set_run_without_gil(RunWithoutGil run_without_gil);
 
   const std::string getBackendName() const override { return kBackendName; }
   c10::intrusive_ptr<Backend> transport() const { return transport_; }

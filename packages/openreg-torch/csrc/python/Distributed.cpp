@@ -8,9 +8,28 @@ namespace py = pybind11;
 
 namespace openreg_torch {
 
+namespace {
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+} // namespace
+
 // DOC START: distributed-bindings
 void init_distributed_bindings(py::module_& m) {
   using c10d::openreg::ProcessGroupOpenReg;
+  ProcessGroupOpenReg::set_run_without_gil([](void (*fn)(void*), void* arg) {
+    // While the interpreter finalizes, a thread taking the GIL is ended by Python: keep it.
+    if (PyGILState_Check() != 0 && !interpreter_finalizing()) {
+      py::gil_scoped_release without_gil;
+      fn(arg);
+    } else {
+      fn(arg);
+    }
+  });
   m.def("_register_distributed_classes", [m]() mutable {
     if (py::hasattr(m, "ProcessGroupOpenReg")) {
       return;
