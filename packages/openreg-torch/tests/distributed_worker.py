@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import faulthandler
 import gc
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -995,7 +997,6 @@ def check_forked_child(rank, world):
     on openreg tensors (its device memory was not inherited), never a hang; the parent's
     group goes on working."""
     import select
-    import signal
 
     init()
     try:
@@ -1043,6 +1044,8 @@ def main():
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    # The test asks for every thread's Python stack when a check runs out of time.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     torch.openreg.set_device(RANK)
     for line in sys.stdin:
         request = json.loads(line)

@@ -77,12 +77,27 @@ class WorkerPair:
             log.close()
         self.procs, self.logs = [], []
 
-    def output(self) -> str:
+    def output(self, tail: int = 4000) -> str:
         texts = []
         for rank, log in enumerate(self.logs):
             log.seek(0)
-            texts.append(f"--- rank {rank} stderr (tail) ---\n{log.read()[-4000:]}")
+            texts.append(f"--- rank {rank} stderr (tail) ---\n{log.read()[-tail:]}")
         return "\n".join(texts)
+
+    def stacks(self) -> str:
+        """The output after each live worker wrote every thread's Python stack to it
+        (faulthandler, on SIGUSR1): what a timed-out check was doing. Waits at most 5 s."""
+        live = [(proc, log) for proc, log in zip(self.procs, self.logs) if proc.poll() is None]
+        for proc, _ in live:
+            os.kill(proc.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 5.0
+        for _, log in live:
+            while time.monotonic() < deadline:
+                log.seek(0)
+                if "most recent call first" in log.read():
+                    break
+                time.sleep(0.05)
+        return self.output(tail=12000)
 
     def send(self, check: str, args: dict) -> None:
         if not self.procs:
@@ -108,7 +123,7 @@ class WorkerPair:
         for rank, proc in enumerate(self.procs):
             reply = self.receive(proc, deadline)
             if isinstance(reply, str):
-                output = self.output()
+                output = self.stacks() if reply == "timed out" else self.output()
                 self.stop()
                 pytest.fail(f"check {check!r}: rank {rank} {reply} ({timeout}s)\n{output}")
             replies.append(reply)
