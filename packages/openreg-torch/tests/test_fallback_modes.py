@@ -1,5 +1,7 @@
 """The three fallback modes (zero-copy, copy, selective) and per-operator allow/deny."""
 
+import contextlib
+
 import pytest
 import torch
 
@@ -20,6 +22,45 @@ def test_zero_copy_results_are_adopted_not_copied():
     after = torch.openreg.memory_stats()["allocation.all.allocated"]
     assert after - before == 1
     torch.testing.assert_close(result.cpu(), source.cpu().exp())
+
+
+@pytest.mark.parametrize("mode", ["grad", "no_grad", "inference"])
+def test_fresh_results_are_device_tensors_like_factory_made_ones(mode):
+    # The CPU kernel's own result object becomes the device tensor (DeviceCall::to_device):
+    # it must be indistinguishable from one made on the device, in every grad mode.
+    context = {"grad": contextlib.nullcontext, "no_grad": torch.no_grad,
+               "inference": torch.inference_mode}[mode]
+    a = torch.randn(4, 4).to("openreg:1")
+    b = torch.randn(4, 4).to("openreg:1")
+    torch.openreg.synchronize(1)
+    allocated = torch.openreg.memory_allocated(1)
+    with context():
+        reference = torch.empty(4, 4, device="openreg:1")
+        results = [
+            a * b,                               # a direct kernel
+            torch.special.i1e(a),                # the boxed zero-copy fallback
+            *torch.sort(a, dim=1),               # two fresh results of one call
+            *torch.max(b, dim=0),
+        ]
+        for result in results:
+            assert result.device == torch.device("openreg", 1)
+            assert torch._C._dispatch_keys(result) == torch._C._dispatch_keys(reference), mode
+            assert result.is_inference() == reference.is_inference()
+        with torch.autocast("openreg", dtype=torch.bfloat16):
+            assert (results[0] @ results[1]).dtype == torch.bfloat16
+    torch.testing.assert_close(results[0].cpu(), a.cpu() * b.cpu())
+    torch.testing.assert_close(results[2].cpu(), torch.sort(a.cpu(), dim=1).values)
+    del results, result, reference
+    torch.openreg.synchronize(1)
+    assert torch.openreg.memory_allocated(1) == allocated
+
+
+def test_fresh_results_keep_autograd_working():
+    a = torch.randn(3, 3).to("openreg").requires_grad_()
+    product = a * a
+    assert product.grad_fn is not None and product.requires_grad
+    product.sum().backward()
+    torch.testing.assert_close(a.grad.cpu(), 2 * a.detach().cpu())
 
 
 def test_zero_copy_out_variant_resizes_in_device_memory():

@@ -2,6 +2,8 @@
 
 #include <ATen/ops/empty_strided.h>
 
+#include <typeinfo>
+
 #include "execution/KernelView.h"
 #include "execution/MemberKernelView.h"
 #include "runtime/OpenRegDeviceAllocator.h"
@@ -47,6 +49,31 @@ at::Tensor device_tensor_over(c10::Storage storage, const at::Tensor& like) {
   result._set_neg(like.is_neg());
   return result;
 }
+
+// DOC START: result-becomes-device-tensor
+// A fresh result nothing else sees (no other reference, weak or Python; a plain TensorImpl
+// without autograd or backend metadata) is itself turned into the device tensor: its
+// storage, already adopted, is the device storage, and its device and backend keys become
+// openreg's (autocast key included). That saves making a second TensorImpl, copying the
+// shape into it and freeing the first: about a fifth of a small operator's overhead.
+bool can_become_device_tensor(const at::Tensor& result) {
+  c10::TensorImpl* impl = result.unsafeGetTensorImpl();
+  return result.use_count() == 1 && result.weak_use_count() == 1 &&
+         typeid(*impl) == typeid(c10::TensorImpl) &&
+         impl->pyobj_slot()->load_pyobj() == nullptr && impl->autograd_meta() == nullptr &&
+         impl->get_backend_meta() == nullptr && impl->allow_tensor_metadata_change() &&
+         !impl->is_wrapped_number() && !impl->has_symbolic_sizes_strides() &&
+         impl->key_set().highestBackendKey() == c10::BackendComponent::CPUBit;
+}
+
+at::Tensor become_device_tensor(const at::Tensor& result, c10::Storage storage,
+                                c10::Device device) {
+  c10::TensorImpl* impl = result.unsafeGetTensorImpl();
+  impl->set_storage_keep_dtype(std::move(storage));  // the device follows the storage
+  impl->_change_backend_component_keys(device);
+  return result;
+}
+// DOC END: result-becomes-device-tensor
 
 } // namespace
 
@@ -273,6 +300,9 @@ at::Tensor DeviceCall::to_device(const at::Tensor& result) {
   const size_t* references = find_storage(result_references_, storage);
   if (auto adopted = adopt_storage(result.storage(), references ? *references : 1, *device_)) {
     adopted_.emplace_back(storage, *adopted);
+    if (can_become_device_tensor(result)) {
+      return become_device_tensor(result, std::move(*adopted), *device_);
+    }
     return device_tensor_over(std::move(*adopted), result);
   }
   return copy_to_device(result);
