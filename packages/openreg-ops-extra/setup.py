@@ -42,7 +42,8 @@ PACKAGE = "openreg_ops_extra"
 TORCH_VERSION = torch.__version__
 TORCH_RELEASE = TORCH_VERSION.split("+")[0]
 
-COMPILE_ARGS = ["-O2", "-g0", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"]
+COMPILE_ARGS = ["-O2", "-g0", "-fvisibility=hidden", "-fno-semantic-interposition", "-fno-plt",
+                "-Wall", "-Wno-unused-parameter"]
 LINK_ARGS = []
 
 # OPENREG_SANITIZE=1 (the py311-sanitize tox env): AddressSanitizer and UBSan, the flags and

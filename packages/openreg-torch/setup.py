@@ -41,7 +41,12 @@ LIBRARY = "openreg_torch.lib.libopenreg_torch"
 TORCH_VERSION = torch.__version__
 TORCH_RELEASE = TORCH_VERSION.split("+")[0]
 
-COMPILE_ARGS = ["-O2", "-g0", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"]
+# -fno-semantic-interposition and -fno-plt: calls to the library's own exported functions
+# (the execution layer, streams, the allocator) bind directly and may be inlined, and
+# calls into other libraries skip the PLT stub. Nothing interposes openreg's symbols.
+# Measured on the small-operator rows: mm_16 1.30 -> 1.17-1.21, mul_add_1 1.41 -> 1.32-1.37.
+COMPILE_ARGS = ["-O2", "-g0", "-fvisibility=hidden", "-fno-semantic-interposition", "-fno-plt",
+                "-Wall", "-Wno-unused-parameter"]
 LINK_ARGS = []
 BINDING_MACROS = []
 
