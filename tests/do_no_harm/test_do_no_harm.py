@@ -284,3 +284,23 @@ def test_training_step_losses_are_exact(run_both):
     )
     losses = [float(line) for line in runs.assert_same().split()]
     assert losses[4] < losses[0]
+
+
+# The one known harm, and no backend can avoid it (docs/architecture.md, "Where PyTorch itself
+# stops a PrivateUse1 device"): DataParallel uses the first available accelerator, so with
+# openreg installed it wants the model on openreg:0, as it wants cuda:0 on a GPU machine.
+# Strict: if PyTorch ever stops picking a PrivateUse1 device here, this test says so.
+@pytest.mark.xfail(strict=True, raises=Harm,
+                   reason="nn.DataParallel picks any available accelerator (openreg too)")
+def test_data_parallel_of_a_cpu_model(run_both):
+    runs = run_both(
+        """
+        import torch
+        from torch import nn
+
+        model = nn.DataParallel(nn.Linear(3, 2))
+        print(model.device_ids)
+        print(model(torch.ones(4, 3)).shape)
+        """
+    )
+    assert runs.assert_same().splitlines() == ["[]", "torch.Size([4, 2])"]
