@@ -44,7 +44,7 @@ TORCH_RELEASE = TORCH_VERSION.split("+")[0]
 # -fno-semantic-interposition and -fno-plt: calls to the library's own exported functions
 # (the execution layer, streams, the allocator) bind directly and may be inlined, and
 # calls into other libraries skip the PLT stub. Nothing interposes openreg's symbols.
-# Measured on the small-operator rows: mm_16 1.30 -> 1.17-1.21, mul_add_1 1.41 -> 1.32-1.37.
+# Measured with callgrind (a*b+a on one element): 26,428 -> 26,035 instructions per iteration.
 COMPILE_ARGS = ["-O2", "-g0", "-fvisibility=hidden", "-fno-semantic-interposition", "-fno-plt",
                 "-Wall", "-Wno-unused-parameter"]
 LINK_ARGS = []
