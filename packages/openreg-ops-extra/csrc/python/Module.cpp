@@ -1,7 +1,7 @@
 // openreg_ops_extra._C: loading it registers the kernels (see OpenRegExtra.cpp); the
 // bindings are private helpers for tests and diagnostics.
 
-#include <torch/extension.h>
+#include <pybind11/pybind11.h>
 
 #include "native/AbsKernel.h"
 

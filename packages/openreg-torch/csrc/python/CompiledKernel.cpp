@@ -1,6 +1,7 @@
 #include "python/CompiledKernel.h"
 
 #include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include <cstring>
 #include <string>

@@ -3,7 +3,7 @@
 // openreg_torch._C._CompiledKernel: how torch.compile's wrapper code calls a kernel
 // Inductor generated for openreg (execution/CompiledKernel.h launches it).
 
-#include <torch/extension.h>
+#include <pybind11/pybind11.h>
 
 namespace openreg_torch {
 

@@ -1,5 +1,7 @@
 #include "python/DeviceWorkLog.h"
 
+#include <torch/csrc/utils/pybind.h>
+
 #include <mutex>
 #include <string>
 #include <tuple>

@@ -3,7 +3,7 @@
 // A recording observer of the launch point (execution/DeviceLaunch.h), for tests and
 // debugging: which device work the calls of a block issued, in order.
 
-#include <torch/extension.h>
+#include <pybind11/pybind11.h>
 
 namespace openreg_torch {
 

@@ -4,7 +4,7 @@
 // wraps them. Registered on request, once torch.distributed has registered c10d's
 // Backend class (the base of ours).
 
-#include <torch/extension.h>
+#include <pybind11/pybind11.h>
 
 namespace openreg_torch {
 

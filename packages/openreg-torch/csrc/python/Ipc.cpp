@@ -2,6 +2,7 @@
 
 #include <c10/core/DeviceGuard.h>
 #include <torch/csrc/Storage.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include <cstring>
 

@@ -4,7 +4,7 @@
 // counterpart of torch/csrc/CudaIPCTypes and the CUDA parts of StorageSharing.cpp);
 // openreg_torch.multiprocessing wraps them.
 
-#include <torch/extension.h>
+#include <pybind11/pybind11.h>
 
 namespace openreg_torch {
 

@@ -1,6 +1,7 @@
 #include "python/MemorySnapshot.h"
 
 #include <torch/csrc/profiler/combined_traceback.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include <mutex>
 #include <unordered_map>

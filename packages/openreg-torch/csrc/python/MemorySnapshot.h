@@ -5,7 +5,7 @@
 // traces, snapshots as the dictionaries torch.cuda.memory._snapshot() returns, and the
 // per-process memory fraction. openreg_torch.openreg.memory wraps them.
 
-#include <torch/extension.h>
+#include <pybind11/pybind11.h>
 
 namespace openreg_torch {
 

@@ -1,7 +1,8 @@
 // openreg_torch._C: the private bindings the Python package (torch.openreg) wraps.
 
+#include <ATen/Context.h>
 #include <torch/csrc/Generator.h>
-#include <torch/extension.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include "aten/OperatorRoutes.h"
 #include "aten/OpenRegTensorMeta.h"

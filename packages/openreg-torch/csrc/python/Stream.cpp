@@ -2,6 +2,7 @@
 
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include <chrono>
 #include <condition_variable>

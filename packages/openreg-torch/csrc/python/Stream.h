@@ -3,7 +3,7 @@
 // Stream and event bindings of openreg_torch._C, after torch/csrc/cuda/Stream.cpp and
 // the stream functions of torch/csrc/cuda/Module.cpp. torch.openreg.streams wraps them.
 
-#include <torch/extension.h>
+#include <pybind11/pybind11.h>
 
 namespace openreg_torch {
 
