@@ -4,10 +4,12 @@ Run by the tox environment py311-torch213-wheel, whose tests (tests/packaging) t
 what this writes. Editable or in-place installs hide packaging defects (files missing from
 a wheel, RPATHs that only resolve inside a build tree, wrong metadata); these do not:
 
-1. `pip wheel --no-build-isolation --no-deps` builds each package against the torch of the
-   running Python, in dependency order. Each wheel is then installed into the running
-   Python so the next package compiles against the headers and libraries a wheel really
-   ships, as a user's build would. Run this in a disposable environment (tox's).
+1. scripts/install_packages.py builds each package's wheel (`pip wheel
+   --no-build-isolation --no-deps`) against the torch of the running Python, in dependency
+   order, or takes it from its wheel cache when another environment built the same key.
+   Each wheel is installed into the running Python so the next package compiles against
+   the headers and libraries a wheel really ships, as a user's build would. Run this in a
+   disposable environment (tox's).
 2. A clean venv gets the torch the wheels were built for and the wheels, with the
    dependencies the wheels declare and nothing else (no pip, no build tools, no checkout).
 3. A second clean venv gets another supported torch and the same wheels with `--no-deps`:
@@ -24,7 +26,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -32,9 +33,10 @@ import time
 import venv
 from pathlib import Path
 
+import install_packages
+
 ROOT = Path(__file__).resolve().parent.parent
-# Dependency order: each package builds against the wheels of the ones before it.
-PACKAGES = ["openreg-runtime", "openreg-torch", "openreg-ops-extra"]
+PACKAGES = install_packages.PACKAGES
 SUPPORTED_TORCH = ["2.13.0", "2.14.1"]
 
 
@@ -50,32 +52,13 @@ def pip(python: Path | None, *args: str, **kwargs) -> subprocess.CompletedProces
     return run([sys.executable, "-m", "pip", *target, *args], **kwargs)
 
 
-def build_wheels(wheel_dir: Path, build_root: Path) -> dict[str, Path]:
-    shutil.rmtree(wheel_dir, ignore_errors=True)
+def build_wheels() -> dict[str, Path]:
+    """The wheels, each installed into the running Python before the next is built."""
     wheels = {}
     for name in PACKAGES:
         start = time.monotonic()
-        build_dir = build_root / name
-        # Keep what was compiled (objects, and the .so files setuptools compares with their
-        # sources to skip an unchanged extension) but not the staged Python files and
-        # headers: the wheel takes the whole staging tree, so a file deleted from the
-        # sources would stay in it. (A stale .so would too; tests/packaging would see it.)
-        for staged in build_dir.glob("lib.*/**/*"):
-            if staged.is_file() and staged.suffix != ".so":
-                staged.unlink()
-        for stale in build_dir.glob("bdist.*"):
-            shutil.rmtree(stale)
-        # Builds import torch: never autoload the openreg being replaced.
-        env = dict(os.environ, OPENREG_BUILD_DIR=str(build_dir),
-                   TORCH_DEVICE_BACKEND_AUTOLOAD="0")
-        env.setdefault("MAX_JOBS", "2")
-        run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
-             "--quiet", "--wheel-dir", str(wheel_dir / name), str(ROOT / "packages" / name)],
-            env=env)
-        (wheel,) = (wheel_dir / name).glob("*.whl")
-        wheels[name] = wheel
-        pip(None, "install", "--no-deps", "--force-reinstall", "--quiet", str(wheel))
-        print(f"[check_wheels] {wheel.name}: {time.monotonic() - start:.0f} s", flush=True)
+        wheels[name] = install_packages.install(name, need_wheel=True)
+        print(f"[check_wheels] {wheels[name].name}: {time.monotonic() - start:.0f} s", flush=True)
     return wheels
 
 
@@ -112,7 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work-dir", type=Path, required=True,
-                        help="where wheels, build trees and venvs go (e.g. the tox env dir)")
+                        help="where the clean venvs and manifest.json go (e.g. the tox env dir)")
     parser.add_argument("--other-torch", choices=SUPPORTED_TORCH, required=True,
                         help="the torch to install the wheels under, mismatched")
     parser.add_argument("--fresh", action="store_true", help="recreate the clean venvs")
@@ -127,7 +110,7 @@ def main() -> None:
     timings = {}
 
     start = time.monotonic()
-    wheels = build_wheels(work / "wheels", work / "build")
+    wheels = build_wheels()
     timings["build wheels"] = time.monotonic() - start
 
     start = time.monotonic()
