@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,9 +71,18 @@ def installed_dependencies(name: str, stamp_dir: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def builds_against_torch(name: str) -> bool:
+    """Whether torch is among the package's build requirements (the runtime's is not, so
+    every environment shares one runtime wheel)."""
+    with open(ROOT / "packages" / name / "pyproject.toml", "rb") as handle:
+        requires = tomllib.load(handle)["build-system"]["requires"]
+    return any(requirement.startswith("torch") for requirement in requires)
+
+
 def build_key(name: str, stamp_dir: Path) -> str:
     """Everything a build of `name` depends on, in the environment of `stamp_dir`."""
-    return (f"{source_digest(ROOT / 'packages' / name)} torch={torch_version()} "
+    torch = torch_version() if builds_against_torch(name) else "not used"
+    return (f"{source_digest(ROOT / 'packages' / name)} torch={torch} "
             f"sanitize={os.environ.get('OPENREG_SANITIZE', '0')} "
             f"deps={installed_dependencies(name, stamp_dir)}")
 
@@ -91,7 +101,8 @@ def build_wheel(name: str, build_dir: Path, wheel_dir: Path) -> Path:
     # Builds import torch: never autoload the openreg being replaced.
     env = dict(os.environ, OPENREG_BUILD_DIR=str(build_dir), TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     env.setdefault("MAX_JOBS", "2")
-    print(f"[install] {name}: building against torch {torch_version()}", flush=True)
+    against = f"against torch {torch_version()}" if builds_against_torch(name) else "(no torch)"
+    print(f"[install] {name}: building {against}", flush=True)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
                     "--quiet", "--wheel-dir", str(wheel_dir), str(ROOT / "packages" / name)],
                    check=True, env=env)
