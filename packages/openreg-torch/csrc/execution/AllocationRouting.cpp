@@ -9,7 +9,8 @@
 namespace at::native::openreg {
 namespace {
 
-thread_local c10::DeviceIndex routed_device = -1;
+// The stream of the kernel this thread runs with routing on (nullptr: off).
+thread_local const c10::openreg::OpenRegStream* routed_stream = nullptr;
 c10::DeleterFnPtr host_deleter = nullptr;
 
 void free_routed(void* kernel_pointer) {
@@ -37,10 +38,11 @@ class RoutingAllocator final : public c10::Allocator {
   explicit RoutingAllocator(c10::Allocator* host) : host_(host) {}
 
   c10::DataPtr allocate(size_t nbytes) override {
-    if (C10_LIKELY(routed_device < 0) || nbytes == 0) {
+    const c10::openreg::OpenRegStream* stream = routed_stream;
+    if (C10_LIKELY(stream == nullptr) || nbytes == 0) {
       return host_->allocate(nbytes);
     }
-    c10::DataPtr device = c10::openreg::getDeviceAllocator().allocate(nbytes);
+    c10::DataPtr device = c10::openreg::allocateOnStream(nbytes, *stream);
     void* device_pointer = device.release_context();
     void* kernel = kernel_pointer(device_pointer);
     // context == data, as raw_allocate requires; frees are recognised by the deleter.
@@ -74,16 +76,16 @@ RoutingAllocator* installed_allocator() {
 
 } // namespace
 
-RouteAllocationsToDevice::RouteAllocationsToDevice(c10::DeviceIndex device)
-    : previous_(routed_device) {
+RouteAllocationsToDevice::RouteAllocationsToDevice(const c10::openreg::OpenRegStream& stream)
+    : previous_(routed_stream) {
   c10::Allocator* routing = installed_allocator();
   TORCH_CHECK(c10::GetCPUAllocator() == routing,
               "openreg: another CPU allocator replaced openreg's routing allocator");
-  routed_device = device;
+  routed_stream = &stream;
 }
 
 RouteAllocationsToDevice::~RouteAllocationsToDevice() {
-  routed_device = previous_;
+  routed_stream = previous_;
 }
 
 c10::Allocator* routing_allocator() {

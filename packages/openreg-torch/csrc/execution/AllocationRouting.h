@@ -7,19 +7,22 @@
 #include <c10/core/Allocator.h>
 #include <c10/core/Device.h>
 
+#include "runtime/OpenRegStream.h"
+
 namespace at::native::openreg {
 
 // DOC START: routing-guard
-// Routes this thread's CPU allocations to `device` for the guard's lifetime.
+// Routes this thread's CPU allocations to the device of `stream`, for work on `stream`,
+// for the guard's lifetime. `stream` must outlive the guard.
 class RouteAllocationsToDevice {
  public:
-  explicit RouteAllocationsToDevice(c10::DeviceIndex device);
+  explicit RouteAllocationsToDevice(const c10::openreg::OpenRegStream& stream);
   ~RouteAllocationsToDevice();
   RouteAllocationsToDevice(const RouteAllocationsToDevice&) = delete;
   RouteAllocationsToDevice& operator=(const RouteAllocationsToDevice&) = delete;
 
  private:
-  c10::DeviceIndex previous_;
+  const c10::openreg::OpenRegStream* previous_;
 };
 // DOC END: routing-guard
 

@@ -127,9 +127,8 @@ at::Tensor DeviceCall::make_alias(const at::Tensor& original, bool output) {
       return entry.alias;
     }
   }
-  at::Tensor alias = input_kernel_alias(original);
-  aliased_.push_back({&original, alias, output});
-  return alias;
+  aliased_.push_back({&original, input_kernel_alias(original), output});
+  return aliased_.back().alias;
 }
 
 // DOC START: member-alias

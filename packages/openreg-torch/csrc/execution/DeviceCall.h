@@ -88,7 +88,7 @@ class OPENREG_TORCH_API DeviceCall {
         c10::openreg::getCurrentOpenRegStream(device_->index());
     std::optional<RouteAllocationsToDevice> routing;
     if (allocations == Allocations::Routed) {
-      routing.emplace(device_->index());
+      routing.emplace(stream);
     }
     launch_kernel(stream, op_name_, std::forward<Kernel>(kernel));
   }

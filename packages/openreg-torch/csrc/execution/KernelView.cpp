@@ -54,6 +54,10 @@ struct AliasCache {
     const c10::TensorImpl* device = nullptr;
     at::Tensor alias;
     c10::DispatchKeySet keys;  // the alias's keys when it was last handed out
+    // The device memory it was last pointed at, and that memory's kernel view: the
+    // runtime is asked again only when the device tensor's memory changed.
+    const void* device_data = nullptr;
+    void* kernel_data = nullptr;
   };
   static constexpr size_t kEntries = 8;
   std::array<Entry, kEntries> entries;
@@ -112,7 +116,7 @@ void retarget(at::Tensor& alias, const at::Tensor& device_tensor, void* kernel) 
 
 } // namespace
 
-at::Tensor input_kernel_alias(const at::Tensor& device_tensor) {
+const at::Tensor& input_kernel_alias(const at::Tensor& device_tensor) {
   if (!device_tensor.defined()) {
     return device_tensor;
   }
@@ -129,10 +133,17 @@ at::Tensor input_kernel_alias(const at::Tensor& device_tensor) {
     slot = &cache.entries[cache.next];
     cache.next = (cache.next + 1) % AliasCache::kEntries;
   }
+  const void* device_data = device_tensor.storage().data();
   if (reusable(*slot) && slot->alias.dtype() == device_tensor.dtype()) {
-    retarget(slot->alias, device_tensor, kernel_pointer(device_tensor.storage().data()));
+    if (slot->device_data != device_data) {
+      slot->kernel_data = kernel_pointer(device_data);
+      slot->device_data = device_data;
+    }
+    retarget(slot->alias, device_tensor, slot->kernel_data);
   } else {
     slot->alias = kernel_alias(device_tensor);
+    slot->device_data = device_data;
+    slot->kernel_data = const_cast<void*>(slot->alias.storage().data());
   }
   slot->device = device;
   slot->keys = slot->alias.unsafeGetTensorImpl()->key_set();

@@ -20,8 +20,9 @@ OPENREG_TORCH_API at::Tensor kernel_alias(const at::Tensor& device_tensor,
 // (never resizes): the same as kernel_alias(device_tensor), but an alias this thread
 // made earlier for the same tensor is reused while it still describes it exactly and
 // nothing else holds it. Each alias costs three heap objects (tensor, storage, version
-// counter); a tensor used op after op (`a * b + a`) is aliased once.
-OPENREG_TORCH_API at::Tensor input_kernel_alias(const at::Tensor& device_tensor);
+// counter); a tensor used op after op (`a * b + a`) is aliased once. The reference is
+// valid until this thread's next call.
+OPENREG_TORCH_API const at::Tensor& input_kernel_alias(const at::Tensor& device_tensor);
 
 // The kernel-view address of device memory.
 OPENREG_TORCH_API void* kernel_pointer(const void* device_pointer);

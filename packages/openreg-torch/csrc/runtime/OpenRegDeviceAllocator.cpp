@@ -88,12 +88,15 @@ StatType poolOf(size_t size) {
   return size <= kSmallSize ? StatType::SMALL_POOL : StatType::LARGE_POOL;
 }
 
-void increase(c10::CachingAllocator::StatArray& stats, size_t size, size_t amount) {
+// Five of each per allocation and free: inlined, not called.
+C10_ALWAYS_INLINE void increase(c10::CachingAllocator::StatArray& stats, size_t size,
+                                size_t amount) {
   stats[static_cast<size_t>(StatType::AGGREGATE)].increase(amount);
   stats[static_cast<size_t>(poolOf(size))].increase(amount);
 }
 
-void decrease(c10::CachingAllocator::StatArray& stats, size_t size, size_t amount) {
+C10_ALWAYS_INLINE void decrease(c10::CachingAllocator::StatArray& stats, size_t size,
+                                size_t amount) {
   stats[static_cast<size_t>(StatType::AGGREGATE)].decrease(amount);
   stats[static_cast<size_t>(poolOf(size))].decrease(amount);
 }
@@ -607,7 +610,12 @@ DataPtr OpenRegDeviceAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) {
     return {nullptr, nullptr, &deleteDeviceMemory, Device(kPrivateUse1, device)};
   }
-  void* ptr = cacheOf(device).allocate(nbytes, getCurrentOpenRegStream(device));
+  return allocateOnStream(nbytes, getCurrentOpenRegStream(device));
+}
+
+DataPtr allocateOnStream(size_t nbytes, const OpenRegStream& stream) {
+  const DeviceIndex device = stream.device_index();
+  void* ptr = nbytes == 0 ? nullptr : cacheOf(device).allocate(nbytes, stream);
   return {ptr, ptr, &deleteDeviceMemory, Device(kPrivateUse1, device)};
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/OpenRegMacros.h"
+#include "runtime/OpenRegStream.h"
 
 namespace c10::openreg {
 
@@ -51,6 +52,10 @@ class OPENREG_TORCH_API OpenRegDeviceAllocator final : public c10::DeviceAllocat
 // DOC END: device-allocator
 
 OPENREG_TORCH_API OpenRegDeviceAllocator& getDeviceAllocator();
+
+// What the allocator's allocate() gives for the current stream, for callers that know
+// the stream already (a kernel's routed allocations: its launch looked it up).
+OPENREG_TORCH_API DataPtr allocateOnStream(size_t nbytes, const OpenRegStream& stream);
 
 // DOC START: memory-debugging
 // Allocations on `device` that would take the memory this process holds there past

@@ -83,13 +83,30 @@ DeviceStreams& streamsOf(DeviceIndex device) {
   return streams;
 }
 
-OpenRegStream makeStream(DeviceIndex device, StreamId id) {
-  return OpenRegStream(Stream(Stream::UNSAFE, Device(kPrivateUse1, device), id));
-}
-
 StreamId kindOf(StreamId id) { return id & ((1 << kKindBits) - 1); }
 
+// The runtime stream `id` names on `device`, or nullptr if it names none.
+orStream_t handleOf(DeviceIndex device, StreamId id) {
+  DeviceStreams& streams = streamsOf(device);
+  if (id == kDefaultKind) {
+    return streams.default_stream;
+  }
+  const auto level = (id >> kKindBits) & ((1 << kLevelBits) - 1);
+  const auto index = id >> (kKindBits + kLevelBits);
+  // Ids come back from Python too (torch.Stream(stream_id=...)): reject made-up ones.
+  if (id > 0 && kindOf(id) == kPoolKind && level < priorityLevels() && index < kPoolSize) {
+    return streams.pool[level][index];
+  }
+  return nullptr;
+}
+
 } // namespace
+
+// `device` is checked by the caller; an id naming no stream throws when it is used.
+OpenRegStream makeStream(DeviceIndex device, StreamId id) {
+  return OpenRegStream(Stream(Stream::UNSAFE, Device(kPrivateUse1, device), id),
+                       handleOf(device, id));
+}
 
 OpenRegStream::OpenRegStream(Stream stream) : stream_(stream) {
   TORCH_CHECK(stream_.device_type() == kPrivateUse1,
@@ -97,19 +114,11 @@ OpenRegStream::OpenRegStream(Stream stream) : stream_(stream) {
   check_device_index(stream_.device_index());  // it indexes the per-device tables
 }
 
-orStream_t OpenRegStream::stream() const {
-  DeviceStreams& streams = streamsOf(device_index());
-  const StreamId id = stream_.id();
-  if (id == kDefaultKind) {
-    return streams.default_stream;
-  }
-  const auto level = (id >> kKindBits) & ((1 << kLevelBits) - 1);
-  const auto index = id >> (kKindBits + kLevelBits);
-  // Ids come back from Python too (torch.Stream(stream_id=...)): reject made-up ones.
-  TORCH_CHECK(id > 0 && kindOf(id) == kPoolKind && level < priorityLevels() && index < kPoolSize,
-              "openreg: stream id ", id, " names no stream of device ",
+orStream_t OpenRegStream::lookUpHandle() const {
+  orStream_t handle = handleOf(device_index(), id());
+  TORCH_CHECK(handle != nullptr, "openreg: stream id ", id(), " names no stream of device ",
               static_cast<int>(device_index()));
-  return streams.pool[level][index];
+  return handle;
 }
 
 int OpenRegStream::priority() const {

@@ -28,13 +28,22 @@ class OPENREG_TORCH_API OpenRegStream {
 
   // The runtime handle (every stream, the default one included, is a created runtime
   // stream, so it names its device by itself).
-  orStream_t stream() const;
+  orStream_t stream() const {
+    return C10_LIKELY(handle_ != nullptr) ? handle_ : lookUpHandle();
+  }
   int priority() const;
   bool query() const;
   void synchronize() const;
 
  private:
+  friend OpenRegStream makeStream(DeviceIndex device, StreamId id);
+  OpenRegStream(Stream stream, orStream_t handle) : stream_(stream), handle_(handle) {}
+  orStream_t lookUpHandle() const;
+
   Stream stream_;
+  // Known when this library made the stream (current, default, pool): every launch and
+  // allocation asks for the handle, and finding it costs more than the rest of a launch.
+  orStream_t handle_ = nullptr;
 };
 // DOC END: stream-class
 
