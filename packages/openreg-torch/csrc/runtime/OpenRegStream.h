@@ -41,8 +41,8 @@ class OPENREG_TORCH_API OpenRegStream {
   orStream_t lookUpHandle() const;
 
   Stream stream_;
-  // Known when this library made the stream (current, default, pool): every launch and
-  // allocation asks for the handle, and finding it costs more than the rest of a launch.
+  // Known when this library made the stream (current, default, pool): launches and
+  // allocations, which all ask for it, then skip the lookup in the device's table.
   orStream_t handle_ = nullptr;
 };
 // DOC END: stream-class
