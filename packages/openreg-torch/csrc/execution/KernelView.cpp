@@ -63,8 +63,28 @@ struct AliasCache {
   std::array<Entry, kEntries> entries;
   size_t next = 0;  // replaced round-robin
 };
-thread_local AliasCache alias_cache;
 // DOC END: alias-cache
+
+// Reached through a plain pointer: a thread_local with a destructor costs two TLS
+// lookups per access (its guard, then itself), four per operator here.
+thread_local AliasCache* alias_cache = nullptr;
+
+C10_NOINLINE AliasCache& create_alias_cache() {
+  struct Owner {
+    ~Owner() {
+      delete alias_cache;  // the aliases, at thread exit
+      alias_cache = nullptr;
+    }
+  };
+  static thread_local Owner owner;
+  alias_cache = new AliasCache();
+  return *alias_cache;
+}
+
+AliasCache& this_thread_alias_cache() {
+  AliasCache* cache = alias_cache;
+  return C10_LIKELY(cache != nullptr) ? *cache : create_alias_cache();
+}
 
 bool reusable(const AliasCache::Entry& entry) {
   const at::Tensor& alias = entry.alias;
@@ -72,10 +92,11 @@ bool reusable(const AliasCache::Entry& entry) {
     return false;
   }
   const c10::TensorImpl* impl = alias.unsafeGetTensorImpl();
-  const c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+  const c10::Storage& storage = impl->unsafe_storage();  // aliases always have one
   return impl->key_set() == entry.keys && impl->autograd_meta() == nullptr &&
-         !impl->has_symbolic_sizes_strides() && impl->storage().use_count() == 1 &&
-         storage->allocator() == nullptr && !storage->resizable();
+         !impl->has_symbolic_sizes_strides() && storage.use_count() == 1 &&
+         storage.unsafeGetStorageImpl()->allocator() == nullptr &&
+         !storage.unsafeGetStorageImpl()->resizable();
 }
 
 // An inline comparison: these are a few values, and memcmp is a call.
@@ -94,8 +115,8 @@ bool same_values(c10::IntArrayRef a, c10::IntArrayRef b) {
 // Points a reusable alias of the same dtype at `device_tensor`'s kernel view.
 void retarget(at::Tensor& alias, const at::Tensor& device_tensor, void* kernel) {
   c10::TensorImpl* impl = alias.unsafeGetTensorImpl();
-  c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
-  const size_t nbytes = device_tensor.storage().nbytes();
+  c10::StorageImpl* storage = impl->unsafe_storage().unsafeGetStorageImpl();
+  const size_t nbytes = device_tensor.unsafeGetTensorImpl()->unsafe_storage().nbytes();
   if (storage->data_ptr().get() != kernel || storage->nbytes() != nbytes) {
     storage->set_data_ptr_noswap(c10::DataPtr(kernel, c10::Device(c10::kCPU)));
     storage->set_nbytes(nbytes);
@@ -117,10 +138,10 @@ void retarget(at::Tensor& alias, const at::Tensor& device_tensor, void* kernel) 
 } // namespace
 
 const at::Tensor& input_kernel_alias(const at::Tensor& device_tensor) {
-  if (!device_tensor.defined()) {
-    return device_tensor;
+  if (!device_tensor.defined() || !device_tensor.unsafeGetTensorImpl()->has_storage()) {
+    return device_tensor;  // kernel_alias() then names a storage-less tensor's problem
   }
-  AliasCache& cache = alias_cache;
+  AliasCache& cache = this_thread_alias_cache();
   const c10::TensorImpl* device = device_tensor.unsafeGetTensorImpl();
   AliasCache::Entry* slot = nullptr;
   for (AliasCache::Entry& entry : cache.entries) {
@@ -133,7 +154,7 @@ const at::Tensor& input_kernel_alias(const at::Tensor& device_tensor) {
     slot = &cache.entries[cache.next];
     cache.next = (cache.next + 1) % AliasCache::kEntries;
   }
-  const void* device_data = device_tensor.storage().data();
+  const void* device_data = device->unsafe_storage().data();
   if (reusable(*slot) && slot->alias.dtype() == device_tensor.dtype()) {
     if (slot->device_data != device_data) {
       slot->kernel_data = kernel_pointer(device_data);
