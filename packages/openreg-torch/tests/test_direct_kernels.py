@@ -179,6 +179,9 @@ def test_reused_aliases_follow_their_tensors():
     torch.testing.assert_close((x * 2).cpu()[:24], expected[:24] * 2)
     for view in (lambda t: t[1:], lambda t: t[::2], lambda t: t[3:7], lambda t: t):
         torch.testing.assert_close((view(x) * 3).cpu()[:5], view(expected)[:5] * 3)
+    other = torch.randn(7)
+    x.set_(other.to(DEV))  # the same tensor over another tensor's memory
+    torch.testing.assert_close((x * 2).cpu(), other * 2)
 
 
 def test_reused_aliases_follow_fresh_tensors_and_bits():

@@ -138,8 +138,8 @@ void retarget(at::Tensor& alias, const at::Tensor& device_tensor, void* kernel) 
 } // namespace
 
 const at::Tensor& input_kernel_alias(const at::Tensor& device_tensor) {
-  if (!device_tensor.defined() || !device_tensor.unsafeGetTensorImpl()->has_storage()) {
-    return device_tensor;  // kernel_alias() then names a storage-less tensor's problem
+  if (!device_tensor.defined()) {
+    return device_tensor;
   }
   AliasCache& cache = this_thread_alias_cache();
   const c10::TensorImpl* device = device_tensor.unsafeGetTensorImpl();
@@ -154,7 +154,7 @@ const at::Tensor& input_kernel_alias(const at::Tensor& device_tensor) {
     slot = &cache.entries[cache.next];
     cache.next = (cache.next + 1) % AliasCache::kEntries;
   }
-  const void* device_data = device->unsafe_storage().data();
+  const void* device_data = device_tensor.storage().data();
   if (reusable(*slot) && slot->alias.dtype() == device_tensor.dtype()) {
     if (slot->device_data != device_data) {
       slot->kernel_data = kernel_pointer(device_data);
