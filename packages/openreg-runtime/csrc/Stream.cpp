@@ -17,19 +17,18 @@ void Stream::open(int device, int priority) {
   priority_.store(priority, std::memory_order_relaxed);
   // Counters carry over from a previous life of this object: events recorded
   // on it before stay complete.
-  closed_ = false;
+  closed_.store(false);
 }
 
 bool Stream::enqueue(WorkItem item) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (closed_) return false;
+  if (closed_.load()) return false;
   pushLocked(item);
   return true;
 }
 
 void Stream::pushLocked(WorkItem& item) {
-  item.ticket = submitted_.load(std::memory_order_relaxed) + 1;
-  submitted_.store(item.ticket, std::memory_order_release);
+  item.ticket = submitted_.fetch_add(1) + 1;
   queue_.push_back(item);
   if (!worker_.joinable()) {
     worker_ = std::thread(&Stream::workerLoop, this);
@@ -41,28 +40,49 @@ void Stream::pushLocked(WorkItem& item) {
 }
 
 bool Stream::beginInline(uint64_t* ticket) {
+  // Idle: the next ticket is runnable at once. The CAS fails if anyone took a
+  // ticket since the loads; completed_ cannot pass submitted_, so success
+  // means completed_ == s still.
+  uint64_t s = submitted_.load();
+  if (completed_.load(std::memory_order_acquire) == s &&
+      submitted_.compare_exchange_strong(s, s + 1)) {
+    // close() marks the stream closed before counting what is still issued:
+    // either it counted this ticket (and waits for it) or we see the mark.
+    if (__builtin_expect(closed_.load(), 0)) {
+      endInline(s + 1);
+      return false;
+    }
+    *ticket = s + 1;
+    return true;
+  }
   std::unique_lock<std::mutex> lock(mutex_);
-  if (closed_) return false;
-  uint64_t t = submitted_.load(std::memory_order_relaxed) + 1;
-  submitted_.store(t, std::memory_order_release);
-  if (completed_.load(std::memory_order_relaxed) != t - 1) {
-    ++doneWaiters_;
-    doneCv_.wait(lock, [&] { return completed_.load(std::memory_order_relaxed) == t - 1; });
-    --doneWaiters_;
+  if (closed_.load()) return false;
+  const uint64_t t = submitted_.fetch_add(1) + 1;
+  if (completed_.load() != t - 1) {
+    doneWaiters_.fetch_add(1);
+    doneCv_.wait(lock, [&] { return completed_.load() == t - 1; });
+    doneWaiters_.fetch_sub(1);
   }
   *ticket = t;
   return true;
 }
 
 void Stream::endInline(uint64_t ticket) {
+  completed_.store(ticket);
+  // Nothing issued after this work and nobody waiting: no one to wake.
+  if (__builtin_expect(submitted_.load() == ticket && doneWaiters_.load() == 0, 1)) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  completeLocked(ticket);
+  notifyLocked();
 }
 
 void Stream::completeLocked(uint64_t ticket) {
-  completed_.store(ticket, std::memory_order_release);
+  completed_.store(ticket);
+  notifyLocked();
+}
+
+void Stream::notifyLocked() {
   if (!queue_.empty()) workCv_.notify_one();
-  if (doneWaiters_ != 0) doneCv_.notify_all();
+  if (doneWaiters_.load() != 0) doneCv_.notify_all();
 }
 
 namespace {
@@ -104,8 +124,8 @@ void Stream::workerLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     workCv_.wait(lock, [&] {
-      if (queue_.empty()) return closed_;
-      return queue_.front().ticket == completed_.load(std::memory_order_relaxed) + 1;
+      if (queue_.empty()) return closed_.load();
+      return queue_.front().ticket == completed_.load() + 1;
     });
     if (queue_.empty()) return;  // closed and drained
     WorkItem item = queue_.front();
@@ -130,9 +150,9 @@ bool Stream::idle() const {
 void Stream::waitFor(uint64_t ticket) {
   if (reached(ticket)) return;
   std::unique_lock<std::mutex> lock(mutex_);
-  ++doneWaiters_;
-  doneCv_.wait(lock, [&] { return completed_.load(std::memory_order_relaxed) >= ticket; });
-  --doneWaiters_;
+  doneWaiters_.fetch_add(1);
+  doneCv_.wait(lock, [&] { return completed_.load() >= ticket; });
+  doneWaiters_.fetch_sub(1);
 }
 
 void Stream::synchronize() {
@@ -145,9 +165,9 @@ void Stream::synchronize() {
 uint64_t Stream::recordEvent(Event* event, uint64_t seq, bool timing,
                              bool* alreadyDone) {
   std::lock_guard<std::mutex> lock(mutex_);
-  uint64_t submitted = submitted_.load(std::memory_order_relaxed);
-  *alreadyDone = completed_.load(std::memory_order_relaxed) == submitted;
-  if (*alreadyDone || !timing || closed_) return submitted;
+  uint64_t submitted = submitted_.load();
+  *alreadyDone = completed_.load() == submitted;
+  if (*alreadyDone || !timing || closed_.load()) return submitted;
   WorkItem marker;
   marker.kind = WorkItem::kEventStamp;
   marker.event = event;
@@ -158,8 +178,8 @@ uint64_t Stream::recordEvent(Event* event, uint64_t seq, bool timing,
 
 bool Stream::recordShared(SharedEventState* state, uint32_t generation, uint64_t n) {
   std::lock_guard<std::mutex> lock(mutex_);
-  uint64_t submitted = submitted_.load(std::memory_order_relaxed);
-  if (completed_.load(std::memory_order_relaxed) == submitted || closed_) return true;
+  uint64_t submitted = submitted_.load();
+  if (completed_.load() == submitted || closed_.load()) return true;
   WorkItem marker;
   marker.kind = WorkItem::kSharedStamp;
   marker.shared = state;
@@ -171,15 +191,12 @@ bool Stream::recordShared(SharedEventState* state, uint32_t generation, uint64_t
 
 void Stream::close() {
   std::unique_lock<std::mutex> lock(mutex_);
-  closed_ = true;
+  closed_.store(true);
   workCv_.notify_one();
   // Inline work in flight holds tickets the worker never sees; wait for all.
-  ++doneWaiters_;
-  doneCv_.wait(lock, [&] {
-    return completed_.load(std::memory_order_relaxed) ==
-           submitted_.load(std::memory_order_relaxed);
-  });
-  --doneWaiters_;
+  doneWaiters_.fetch_add(1);
+  doneCv_.wait(lock, [&] { return completed_.load() == submitted_.load(); });
+  doneWaiters_.fetch_sub(1);
   std::thread worker = std::move(worker_);
   lock.unlock();
   if (worker.joinable()) worker.join();

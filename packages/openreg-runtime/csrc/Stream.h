@@ -6,6 +6,14 @@
 // work. The worker starts a queued item only when completed_ == ticket - 1,
 // and an inline caller runs only once all earlier tickets are done, so
 // queued and inline work interleave in issue order.
+//
+// Inline work on an idle stream (every kernel of a thread that does not
+// queue copies) takes and completes its ticket without the mutex: a
+// compare-and-swap of `submitted_`, then a store of `completed_`. Whoever
+// sleeps on the stream (the worker, waiters, close) announces itself first
+// (`submitted_` for new work, `doneWaiters_` for waiters, `closed_`), and the
+// lock-free side reads those after its own write, all sequentially
+// consistent: one of the two always sees the other, so no wakeup is lost.
 #pragma once
 
 #include <openreg/openreg.h>
@@ -93,6 +101,7 @@ class Stream {
   void endInline(uint64_t ticket);
   void pushLocked(WorkItem& item);
   void completeLocked(uint64_t ticket);
+  void notifyLocked();
   void workerLoop();
 
   // Atomic: forEachLive may read a slot that is being recycled.
@@ -102,10 +111,14 @@ class Stream {
   std::condition_variable workCv_;  // the worker waits for a runnable item
   std::condition_variable doneCv_;  // everyone else waits for completions
   std::deque<WorkItem> queue_;
-  std::atomic<uint64_t> submitted_{0};  // written under mutex_
-  std::atomic<uint64_t> completed_{0};  // written under mutex_
-  int doneWaiters_ = 0;  // skip notify (a futex call) when nobody waits
-  bool closed_ = false;
+  // Taken by atomic increments: the idle inline path takes tickets unlocked.
+  std::atomic<uint64_t> submitted_{0};
+  // Written only by the holder of ticket completed_ + 1.
+  std::atomic<uint64_t> completed_{0};
+  // Changed under mutex_; read unlocked to skip the lock and notify (a futex
+  // call) when nobody waits.
+  std::atomic<int> doneWaiters_{0};
+  std::atomic<bool> closed_{false};
   std::thread worker_;
 };
 

@@ -168,6 +168,41 @@ def test_unlocked_concurrent_submission_keeps_per_thread_order():
         assert [i for t, i in executed if t == tid] == list(range(300))
 
 
+def test_unlocked_idle_launches_race_queued_work_and_waiters():
+    # Kernels on an idle stream take and complete their tickets without the stream's
+    # lock. Two threads launch that way without the GIL while this one queues work
+    # behind them, waits for it and records events: a lost wakeup would leave a host
+    # func unrun or a wait asleep (caught by the join timeout), a ticket taken twice
+    # would break the host funcs' order.
+    s = rt.Stream()
+    launches = []
+
+    def launch():
+        launches.append(_C._bench_launch_kernel(s.handle, 200_000) > 0)
+
+    launchers = [threading.Thread(target=launch, daemon=True) for _ in range(2)]
+    for thread in launchers:
+        thread.start()
+    ran = []
+    rounds = 0
+    while any(thread.is_alive() for thread in launchers) or rounds < 50:
+        s.launch_host_func(lambda i=rounds: ran.append(i))
+        event = rt.Event()
+        event.record(s)
+        if rounds % 2:
+            s.synchronize()
+        else:
+            event.synchronize()
+        assert ran[-1] == rounds
+        rounds += 1
+    for thread in launchers:
+        thread.join(timeout=120)
+        assert not thread.is_alive(), "a launch never returned"
+    s.synchronize()
+    assert launches == [True, True]
+    assert ran == list(range(rounds)) and s.query()
+
+
 def test_kernel_waits_for_queued_async_work():
     s = rt.Stream()
     p = rt.malloc(1 << 20)
