@@ -217,8 +217,9 @@ OR_API orError_t orLaunchKernel(orStream_t stream, orHostFn_t fn, void* userData
   if (fn == nullptr) return fail(orErrorInvalidValue, "orLaunchKernel: fn is NULL");
   Stream* s;
   OR_RETURN_IF_ERROR(resolveStream(stream, &s));
-  // On an idle stream this is one uncontended lock to take a ticket and one
-  // to publish its completion; otherwise it waits for the earlier tickets.
+  // On an idle stream this takes a ticket with one compare-and-swap and
+  // publishes its completion with one store; otherwise it waits for the
+  // earlier tickets.
   if (!s->runInline([&] { fn(userData); })) return closedStream(stream);
   return orSuccess;
 }
