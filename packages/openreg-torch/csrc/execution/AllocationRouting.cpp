@@ -10,7 +10,7 @@ namespace at::native::openreg {
 namespace {
 
 // The stream of the kernel this thread runs with routing on (nullptr: off).
-thread_local const c10::openreg::OpenRegStream* routed_stream = nullptr;
+OPENREG_HOT_THREAD_LOCAL const c10::openreg::OpenRegStream* routed_stream = nullptr;
 c10::DeleterFnPtr host_deleter = nullptr;
 
 void free_routed(void* kernel_pointer) {

@@ -35,7 +35,11 @@ struct DeviceStreams {
 };
 
 std::array<DeviceStreams, OR_MAX_DEVICES> device_streams;
-thread_local std::array<StreamId, OR_MAX_DEVICES> current_stream_ids{};
+// This thread's current stream of each device, made when the thread first sets one:
+// until then every device's current stream is its default stream (id 0). Behind a
+// pointer so that the library's TLS stays small enough for initial-exec.
+using StreamIds = std::array<StreamId, OR_MAX_DEVICES>;
+OPENREG_HOT_THREAD_LOCAL StreamIds* current_stream_ids = nullptr;
 // DOC END: stream-pool
 
 int priorityLevels() {
@@ -161,7 +165,8 @@ OpenRegStream getDefaultOpenRegStream(DeviceIndex device) {
 
 OpenRegStream getCurrentOpenRegStream(DeviceIndex device) {
   device = resolve(device);
-  return makeStream(device, current_stream_ids[device]);
+  const StreamIds* ids = current_stream_ids;
+  return makeStream(device, ids == nullptr ? kDefaultKind : (*ids)[device]);
 }
 
 // DOC START: get-stream-from-pool
@@ -175,12 +180,30 @@ OpenRegStream getStreamFromPool(int priority, DeviceIndex device) {
 }
 // DOC END: get-stream-from-pool
 
+namespace {
+
+C10_NOINLINE StreamIds& create_current_stream_ids() {
+  struct Owner {
+    ~Owner() {
+      delete current_stream_ids;  // at thread exit; later reads see default streams
+      current_stream_ids = nullptr;
+    }
+  };
+  static thread_local Owner owner;
+  current_stream_ids = new StreamIds{};
+  return *current_stream_ids;
+}
+
+} // namespace
+
 void setCurrentOpenRegStream(OpenRegStream stream) {
-  current_stream_ids[stream.device_index()] = stream.id();
+  StreamIds* ids = current_stream_ids;
+  StreamIds& current = C10_LIKELY(ids != nullptr) ? *ids : create_current_stream_ids();
+  current[stream.device_index()] = stream.id();
 }
 
 namespace {
-thread_local orStream_t running_stream = nullptr;
+OPENREG_HOT_THREAD_LOCAL orStream_t running_stream = nullptr;
 } // namespace
 
 orStream_t running_kernel_stream() {
