@@ -45,7 +45,9 @@ TORCH_RELEASE = TORCH_VERSION.split("+")[0]
 # (the execution layer, streams, the allocator) bind directly and may be inlined, and
 # calls into other libraries skip the PLT stub. Nothing interposes openreg's symbols.
 # Measured with callgrind (a*b+a on one element): 26,428 -> 26,035 instructions per iteration.
-COMPILE_ARGS = ["-O2", "-g0", "-fvisibility=hidden", "-fno-semantic-interposition", "-fno-plt",
+# -O3 rather than -O2: 24,562 -> 24,436 (-Os: more instructions, and slower; see
+# benchmarks/README.md).
+COMPILE_ARGS = ["-O3", "-g0", "-fvisibility=hidden", "-fno-semantic-interposition", "-fno-plt",
                 "-Wall", "-Wno-unused-parameter"]
 LINK_ARGS = []
 BINDING_MACROS = []

@@ -11,7 +11,7 @@
 // cache, allocation routing): initial-exec makes an access one %fs-relative load instead
 // of a __tls_get_addr call. The cost: the library's whole TLS segment is then carved from
 // the small static reserve glibc keeps for libraries loaded by dlopen, so thread-locals
-// here stay small, large per-thread state lives behind a pointer (tests/test_native_
-// library.py checks the segment's size). Only for trivially constructed values: one with
-// a constructor or destructor pays a guard lookup on every access anyway.
+// here stay small and large per-thread state lives behind a pointer (test_autoload.py
+// checks the segment's size). Only for trivially constructed values: one with a
+// constructor or destructor pays a guard lookup on every access anyway.
 #define OPENREG_HOT_THREAD_LOCAL thread_local __attribute__((tls_model("initial-exec")))
