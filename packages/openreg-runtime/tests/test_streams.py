@@ -171,9 +171,10 @@ def test_unlocked_concurrent_submission_keeps_per_thread_order():
 def test_unlocked_idle_launches_race_queued_work_and_waiters():
     # Kernels on an idle stream take and complete their tickets without the stream's
     # lock. Two threads launch that way without the GIL while this one queues work
-    # behind them, waits for it and records events: a lost wakeup would leave a host
-    # func unrun or a wait asleep (caught by the join timeout), a ticket taken twice
-    # would break the host funcs' order.
+    # behind them, waits for it and records events: a lost wakeup would leave a launch
+    # asleep (the join timeout below) or this thread's wait (conftest's per-test
+    # faulthandler deadline ends the run with a traceback), a ticket taken twice would
+    # break the host funcs' order.
     s = rt.Stream()
     launches = []
 
