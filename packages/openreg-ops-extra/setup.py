@@ -51,7 +51,7 @@ LINK_ARGS = []
 SANITIZE = os.environ.get("OPENREG_SANITIZE", "0") not in ("", "0")
 if SANITIZE:
     SANITIZERS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
-    COMPILE_ARGS += ["-O1", "-g1", "-fno-omit-frame-pointer", "-fno-wrapv", *SANITIZERS]
+    COMPILE_ARGS += ["-Og", "-g1", "-fno-omit-frame-pointer", "-fno-wrapv", *SANITIZERS]
     LINK_ARGS += SANITIZERS
 
 

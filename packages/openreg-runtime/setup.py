@@ -30,13 +30,14 @@ MACROS = []
 
 # OPENREG_SANITIZE=1 (the py311-sanitize tox env) builds both libraries with
 # AddressSanitizer and UBSan; UBSan findings abort instead of warning and
-# going on. -O1 -g keep reports readable (line numbers, few inlined frames).
+# going on. -Og -g keep reports readable (line numbers, few inlined frames);
+# -Og rather than -O1 because it compiles faster (see openreg-torch's setup.py).
 # Python's own CFLAGS carry -fwrapv, which makes signed overflow defined and
 # so invisible to UBSan: undo it here. Later flags win over earlier ones.
 SANITIZE = os.environ.get("OPENREG_SANITIZE", "0") not in ("", "0")
 if SANITIZE:
     sanitizers = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
-    FLAGS += ["-O1", "-g", "-fno-omit-frame-pointer", "-fno-wrapv", *sanitizers]
+    FLAGS += ["-Og", "-g", "-fno-omit-frame-pointer", "-fno-wrapv", *sanitizers]
     LINK_FLAGS += sanitizers
     # Compiles the deliberate bugs the sanitizer tests trigger (SanitizerSelfTest.cpp).
     MACROS += [("OPENREG_SANITIZER_SELFTEST", "1")]
