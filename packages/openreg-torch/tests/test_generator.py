@@ -92,3 +92,56 @@ def test_seeding_before_init_is_queued(run_python):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_seeds_before_init_keep_only_what_decides_the_outcome(run_python):
+    # Every CPU program's torch.manual_seed seeds openreg too: before initialisation a
+    # later reset of a generator replaces the queued ones it makes moot, so the queue
+    # stays bounded, and the replay still leaves each device as the last call said.
+    result = run_python(
+        """
+        import torch
+        from openreg_torch.openreg import _lazy
+        for value in range(10_000):
+            torch.manual_seed(value)
+        assert len(_lazy._queued_calls) == 1, len(_lazy._queued_calls)
+        state = torch.Generator().manual_seed(5).get_state()
+        torch.openreg.set_rng_state(state, 1)       # device 1: a state after the seed-all
+        torch.openreg.manual_seed(8)                # device 0 (current): a seed
+        torch.openreg.manual_seed(9)                # replaces the one before
+        assert len(_lazy._queued_calls) == 3, len(_lazy._queued_calls)
+        assert not torch.openreg.is_initialized()
+        draws = [torch.rand(3, device=f"openreg:{index}").cpu() for index in (0, 1)]
+        torch.testing.assert_close(draws[0], torch.rand(3, generator=torch.Generator().manual_seed(9)))
+        torch.testing.assert_close(draws[1], torch.rand(3, generator=torch.Generator().manual_seed(5)))
+        assert torch.openreg.initial_seed() == 9
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_a_state_queued_before_init_that_fails_names_where_it_was_set(run_python):
+    # set_rng_state keeps its call site: a failure at the replay points back to it.
+    result = run_python(
+        """
+        import torch
+        from openreg_torch.openreg import _lazy
+        def set_state_here():
+            torch.openreg.set_rng_state(torch.Generator().get_state(), 0)
+        set_state_here()
+        queued = _lazy._queued_calls[-1]
+        def broken():
+            raise ValueError("replayed state rejected")
+        queued.run = broken
+        try:
+            torch.ones(1, device="openreg")
+        except RuntimeError as error:
+            assert "replayed state rejected" in str(error), error
+            assert "set_state_here" in str(error), error
+            print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

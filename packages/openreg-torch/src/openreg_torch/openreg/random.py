@@ -9,7 +9,7 @@ from collections.abc import Iterable
 import torch
 
 from .. import _C
-from ._lazy import _lazy_call, _lazy_init
+from ._lazy import ALL_DEVICES, _lazy_call, _lazy_init
 from ._utils import _device_index
 
 __all__ = [
@@ -47,7 +47,7 @@ def set_rng_state(new_state: torch.Tensor, device="openreg") -> None:
     # with the same message, rather than when a queued call replays at initialisation.
     torch.Generator().set_state(state)
     index = _device_index(device)
-    _lazy_call(lambda: _C._get_default_generator(index).set_state(state))
+    _lazy_call(lambda: _C._get_default_generator(index).set_state(state), resets=index)
 
 
 def set_rng_state_all(new_states: Iterable[torch.Tensor]) -> None:
@@ -73,7 +73,8 @@ def manual_seed(seed: int) -> None:
     """Seed the current device's generator. Queued if openreg is not initialised yet."""
     seed = _seed_value(seed)
     index = _device_index(None, lazy=False)
-    _lazy_call(lambda: _C._get_default_generator(index).manual_seed(seed))
+    _lazy_call(lambda: _C._get_default_generator(index).manual_seed(seed), resets=index,
+               keep_origin=False)
 # DOC END: manual-seed
 
 
@@ -85,13 +86,13 @@ def manual_seed_all(seed: int) -> None:
         for index in range(_C._get_device_count()):
             _C._get_default_generator(index).manual_seed(seed)
 
-    _lazy_call(seed_all_devices)
+    _lazy_call(seed_all_devices, resets=ALL_DEVICES, keep_origin=False)
 
 
 def seed() -> None:
     """Seed the current device's generator with a non-deterministic random number."""
     index = _device_index(None, lazy=False)
-    _lazy_call(lambda: _C._get_default_generator(index).seed())
+    _lazy_call(lambda: _C._get_default_generator(index).seed(), resets=index, keep_origin=False)
 
 
 def seed_all() -> None:
@@ -102,7 +103,7 @@ def seed_all() -> None:
         for index in range(1, _C._get_device_count()):
             _C._get_default_generator(index).manual_seed(value)
 
-    _lazy_call(seed_all_devices)
+    _lazy_call(seed_all_devices, resets=ALL_DEVICES, keep_origin=False)
 
 
 def initial_seed() -> int:
