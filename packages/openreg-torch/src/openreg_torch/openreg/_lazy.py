@@ -8,8 +8,7 @@ Every CPU-only program reaches this queue: torch.manual_seed and torch.seed seed
 devices too. So a call that resets a generator's whole state (a seed, a state) replaces
 the queued calls it makes moot, keeping the queue at most one entry per device plus one
 for all of them however often a program seeds; and seeds, checked when called, keep no
-stack trace (formatting one cost ~100 us a call; torch.manual_seed took 357 us instead of
-259 us with openreg installed, and the queue grew by one entry per call).
+stack trace (formatting one made torch.manual_seed a third slower; docs/autoload.md).
 
 The runtime owns the bad-fork state, as torch.cuda leaves it to its C++ layer: only
 the runtime knows whether device memory was mapped (a C++ caller, e.g. a device count
