@@ -344,6 +344,23 @@ def build_clone(device: torch.device, quick: bool) -> Case:
     return Case(run=run, result=lambda: state["out"], nbytes=COPY_BYTES)
 
 
+def build_clone_sum(device: torch.device, quick: bool) -> Case:
+    """A batch-sized (768 KiB) ``clone()`` whose copy is read right away by a reduction, as a
+    training loop clones a batch and computes on it. After a parallel CPU operator the
+    intra-op threads spin for a while on the cores: a copy that runs on one thread meanwhile
+    is slowed, one split over those threads as the CPU's own clone is, is not."""
+    _seed(0)
+    src = torch.randn(64, 3, 32, 32).to(device)
+    inner = 50
+    state = {}
+
+    def run():
+        for _ in range(inner):
+            state["out"] = src.clone().sum(0)
+
+    return Case(run=run, result=lambda: state["out"], inner=inner)
+
+
 # --- torch.compile ---------------------------------------------------------------------------
 # The same model compiled by Inductor on each side: C++ CPU kernels on the CPU, the same
 # kernels launched on openreg memory through the execution layer on the device.
@@ -411,6 +428,8 @@ WORKLOADS: list[Workload] = [
     Workload("copy_d2d_64m", "64 MiB device->device copy_ (CPU: host->host)", 1.05,
              _make_copy("d2d"), reps=61),
     Workload("clone_64m", "64 MiB clone() (CPU: CPU clone)", COPY_TARGET, build_clone, reps=61),
+    Workload("clone_sum_768k", "x.clone().sum(0) on 64x3x32x32 float32 (50 per repetition)",
+             1.10, build_clone_sum, reps=61),
     Workload("empty_cached", "torch.empty(1024) (2000 per repetition)", 1.0, build_empty,
              reps=101),
     *[Workload(f"mul_add_{label}", f"a * b + a on {numel} float32 ({inner} per repetition)",

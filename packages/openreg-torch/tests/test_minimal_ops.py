@@ -95,11 +95,12 @@ def test_copy_broadcasts_and_handles_conjugate():
     torch.testing.assert_close(conjugated.resolve_conj().cpu(), complex_host.conj().resolve_conj())
 
 
-def test_large_copies_run_as_parallel_kernels_in_stream_order():
-    # From 4 MiB a copy the caller waits for is a kernel (the CPU's copy_ over the intra-op
-    # threads), still seen as a copy and ordered after the stream's earlier work.
-    host = torch.randn(3 << 20)  # 12 MiB
-    device = torch.zeros(3 << 20, device="openreg")
+@pytest.mark.parametrize("numel", [3 << 16, 3 << 20], ids=["768KiB", "12MiB"])
+def test_large_copies_run_as_parallel_kernels_in_stream_order(numel):
+    # From 256 KiB a copy the caller waits for is a kernel (the CPU's copy_ over the
+    # intra-op threads), still seen as a copy and ordered after the stream's earlier work.
+    host = torch.randn(numel)
+    device = torch.zeros(numel, device="openreg")
     side = torch.openreg.Stream()
     with torch.openreg.stream(side):
         device.add_(1.0)  # the copies below come after it on the same stream

@@ -30,14 +30,16 @@ std::string_view copy_name(orMemcpyKind kind) {
 }
 
 // DOC START: parallel-copy
-// A large copy the caller waits for anyway (pageable host memory, or device to device,
-// which waits for the stream like any kernel) runs as a kernel: the CPU's copy_ of the
-// two byte ranges, split over PyTorch's intra-op threads. One thread cannot reach the
-// machine's memory bandwidth (64 MiB here: ~10 GB/s on one core, ~14 GB/s on two), and
-// threads of the device's own would compete for the cores those threads spin on for a
-// few milliseconds after each parallel CPU operator. Copies with pinned host memory stay
-// truly asynchronous (orMemcpyAsync, the stream's worker).
-constexpr size_t kParallelCopyBytes = size_t(4) << 20;
+// A copy the caller waits for anyway (pageable host memory, or device to device, which
+// waits for the stream like any kernel) runs from 256 KiB as a kernel: the CPU's copy_ of
+// the two byte ranges, split over PyTorch's intra-op threads as a CPU clone is. One
+// thread cannot reach the machine's memory bandwidth (64 MiB here: ~10 GB/s on one core,
+// ~14 GB/s on two), and after a parallel CPU operator the intra-op threads spin for a few
+// milliseconds on the cores a lone copy (or threads of the device's own) would need:
+// a 768 KiB clone right after a reduction took three times the CPU's time as one
+// memmove. Below 256 KiB the split costs more than it gains. Copies with pinned host
+// memory stay truly asynchronous (orMemcpyAsync, the stream's worker).
+constexpr size_t kParallelCopyBytes = size_t(256) << 10;
 
 bool caller_waits(void* dst, const void* src, orMemcpyKind kind) {
   switch (kind) {
