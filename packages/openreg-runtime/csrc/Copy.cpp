@@ -148,7 +148,7 @@ orError_t closedStream(orStream_t stream) {
 // so only a copy long enough to overlap with other host work gains from the worker:
 // 1 MiB takes about 100 us at host memcpy speed. Stream order, events and the pinned
 // allocator's reuse rules are the same either way.
-constexpr size_t kInlineAsyncBytes = size_t(1) << 20;
+constexpr size_t kInlineAsyncBytes = OR_INLINE_ASYNC_BYTES;
 
 bool runsInline(Stream* stream, size_t count) {
   return count <= kInlineAsyncBytes && stream->idle();

@@ -115,6 +115,25 @@ def test_large_copies_run_as_parallel_kernels_in_stream_order(numel):
     assert ("copy", "Memcpy DtoD") in kinds, kinds
 
 
+@pytest.mark.parametrize("numel", [3 << 16, 1 << 19], ids=["768KiB-inline", "2MiB-queued"])
+def test_pinned_non_blocking_copies_of_batch_size(numel):
+    # Up to OR_INLINE_ASYNC_BYTES on an idle stream the copy is made on the calling thread,
+    # split over the intra-op threads; larger ones go to the stream's worker. Both are seen
+    # as copies and land in stream order.
+    host = torch.randn(numel).pin_memory()
+    device = torch.zeros(numel, device="openreg")
+    back = torch.empty(numel).pin_memory()
+
+    def round_trip():
+        device.copy_(host, non_blocking=True).mul_(2)
+        back.copy_(device, non_blocking=True)
+
+    _, work = recorded_device_work(round_trip)  # waits for the copies
+    torch.testing.assert_close(back, host * 2)
+    kinds = [(kind, name) for kind, name, _, _ in work]
+    assert kinds.count(("copy", "Memcpy HtoD")) == 1 and kinds.count(("copy", "Memcpy DtoH")) == 1
+
+
 def test_non_blocking_copies():
     host = torch.randn(1000).pin_memory()
     device = host.to("openreg", non_blocking=True)

@@ -30,24 +30,31 @@ std::string_view copy_name(orMemcpyKind kind) {
 }
 
 // DOC START: parallel-copy
-// A copy the caller waits for anyway (pageable host memory, or device to device, which
-// waits for the stream like any kernel) runs from 256 KiB as a kernel: the CPU's copy_ of
-// the two byte ranges, split over PyTorch's intra-op threads as a CPU clone is. One
-// thread cannot reach the machine's memory bandwidth (64 MiB here: ~10 GB/s on one core,
-// ~14 GB/s on two), and after a parallel CPU operator the intra-op threads spin for a few
-// milliseconds on the cores a lone copy (or threads of the device's own) would need:
-// a 768 KiB clone right after a reduction took three times the CPU's time as one
-// memmove. Below 256 KiB the split costs more than it gains. Copies with pinned host
-// memory stay truly asynchronous (orMemcpyAsync, the stream's worker).
+// A copy made on the calling thread anyway runs from 256 KiB as a kernel: the CPU's copy_
+// of the two byte ranges, split over PyTorch's intra-op threads as a CPU clone is. That is
+// a copy the caller waits for (pageable host memory, or device to device, which waits for
+// the stream like any kernel), and a copy with pinned host memory the runtime would make
+// inline (at most OR_INLINE_ASYNC_BYTES on an idle stream). One thread cannot reach the
+// machine's memory bandwidth (64 MiB here: ~10 GB/s on one core, ~14 GB/s on two), and
+// after a parallel CPU operator the intra-op threads spin for a few milliseconds on the
+// cores a lone copy (or threads of the device's own) would need: a 768 KiB clone right
+// after a reduction took three times the CPU's time as one memmove. Below 256 KiB the
+// split costs more than it gains. Larger pinned copies, or those queued behind other
+// work, stay truly asynchronous (orMemcpyAsync, the stream's worker).
 constexpr size_t kParallelCopyBytes = size_t(256) << 10;
 
-bool caller_waits(void* dst, const void* src, orMemcpyKind kind) {
+bool on_calling_thread(void* dst, const void* src, size_t bytes, orMemcpyKind kind,
+                       orStream_t stream) {
+  bool pinned = false;
   switch (kind) {
-    case orMemcpyHostToDevice: return !c10::openreg::isPinnedPointer(src);
-    case orMemcpyDeviceToHost: return !c10::openreg::isPinnedPointer(dst);
+    case orMemcpyHostToDevice: pinned = c10::openreg::isPinnedPointer(src); break;
+    case orMemcpyDeviceToHost: pinned = c10::openreg::isPinnedPointer(dst); break;
     case orMemcpyDeviceToDevice: return true;
     default: return false;
   }
+  // An idle stream may get work from another thread before the launch: the copy then
+  // waits for it (a kernel's launch returns when it has run), still in stream order.
+  return !pinned || (bytes <= OR_INLINE_ASYNC_BYTES && OPENREG_QUERY(orStreamQuery(stream)));
 }
 
 void parallel_copy(void* dst, const void* src, size_t bytes, orMemcpyKind kind,
@@ -92,7 +99,7 @@ void launch_copy(void* dst, const void* src, size_t bytes, orMemcpyKind kind,
   const DeviceWork work{DeviceWork::Kind::Copy, copy_name(kind), stream.device_index(),
                         stream.stream(), stream.id(), bytes, kind};
   const detail::ObservedWork observed(work);
-  if (bytes >= kParallelCopyBytes && caller_waits(dst, src, kind)) {
+  if (bytes >= kParallelCopyBytes && on_calling_thread(dst, src, bytes, kind, work.stream)) {
     parallel_copy(dst, src, bytes, kind, work.stream);
   } else {
     OPENREG_CHECK(orMemcpyAsync(dst, src, bytes, kind, work.stream));

@@ -57,6 +57,9 @@ extern "C" {
 /* Every orMalloc pointer is aligned to this many bytes, and every allocation
  * occupies a multiple of it (also orDeviceProp.memoryAlignment). */
 #define OR_MEMORY_ALIGNMENT 512
+/* An asynchronous copy or fill of at most this many bytes on an idle stream is
+ * made on the calling thread before the call returns (see orMemcpyAsync). */
+#define OR_INLINE_ASYNC_BYTES ((size_t)1 << 20)
 
 /* ---------------------------------------------------------------- errors */
 
@@ -198,8 +201,8 @@ OR_API orError_t orFreeHost(void* ptr);
  * orMemcpy returns after the copy is done. orMemcpyAsync returns at once when
  * the host side is pinned (or absent); with pageable host memory it returns
  * after the copy, as CUDA does. Like a kernel, an asynchronous copy or fill of
- * at most 1 MiB on an idle stream is made on the calling thread before the
- * call returns (no hand-off to the stream's worker). */
+ * at most OR_INLINE_ASYNC_BYTES on an idle stream is made on the calling thread
+ * before the call returns (no hand-off to the stream's worker). */
 OR_API orError_t orMemcpy(void* dst, const void* src, size_t count,
                           orMemcpyKind kind);
 typedef struct orStream* orStream_t;
