@@ -55,12 +55,13 @@ BINDING_MACROS = []
 # OPENREG_SANITIZE=1 (the py311-sanitize tox env) builds both libraries with AddressSanitizer
 # and UBSan, as openreg-runtime's setup.py does and for the same reasons: UBSan findings
 # abort, -Og keeps reports readable, -fno-wrapv undoes Python's -fwrapv (which would hide
-# signed overflow). -Og rather than -O1: it compiles these sources 13-22% faster (DirectKernels
-# 44 -> 34 s, Minimal 23 -> 20 s, measured back to back; -O0 is no faster and its objects are
-# twice the size), and the sanitizer env's build is on the CI's longest path. -g1 (line
-# tables, no variables) rather than -g: reports still name file and line, and these
-# template-heavy sources compile a third faster with objects a third the size. Later flags win over torch's defaults. libtorch itself stays uninstrumented:
-# only openreg's own code is checked (the runtime's tests/run_sanitized.py sets the options).
+# signed overflow). -Og rather than -O1: it compiles these sources 13-22% faster
+# (DirectKernels 44 -> 34 s, Minimal 23 -> 20 s, measured back to back; -O0 is no faster and
+# its objects are twice the size), and the sanitizer env's build is on the CI's longest path.
+# -g1 (line tables, no variables) rather than -g: reports still name file and line, and these
+# template-heavy sources compile a third faster with objects a third the size. Later flags
+# win over torch's defaults. libtorch itself stays uninstrumented: only openreg's own code is
+# checked (the runtime's tests/run_sanitized.py sets the options).
 SANITIZE = os.environ.get("OPENREG_SANITIZE", "0") not in ("", "0")
 if SANITIZE:
     SANITIZERS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
