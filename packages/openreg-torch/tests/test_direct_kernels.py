@@ -69,6 +69,69 @@ def test_direct_kernels_gradients_match_cpu(name):
     assert_matches_cpu(gradients, a, b)
 
 
+# The lean lane (aten/native/StructuredOnDevice.h): add, sub, mul and div run PyTorch's
+# structured kernel over the openreg tensors with the CPU's loops on the kernel view; a
+# call whose operands a CPU loop cannot take as they are (mixed dtypes, a CPU scalar,
+# integers divided into floats) takes the direct kernel. Both must match the CPU.
+LEAN_OPS = {
+    "add": lambda a, b: torch.add(a, b, alpha=2),
+    "sub": lambda a, b: torch.sub(a, b, alpha=3),
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+}
+LEAN_OPERANDS = {
+    "same shape": lambda: (torch.randn(4, 5), torch.randn(4, 5).abs() + 1),
+    "broadcast": lambda: (torch.randn(4, 5), torch.randn(5).abs() + 1),
+    "strided": lambda: (strided(4, 5), strided(4, 5).abs() + 1),
+    "one element": lambda: (torch.randn(1), torch.randn(1).abs() + 1),
+    "empty": lambda: (torch.randn(0, 5), torch.randn(5).abs() + 1),
+    "parallel": lambda: (torch.randn(300_000), torch.randn(300_000).abs() + 1),
+    "half": lambda: (torch.randn(6).half(), torch.randn(6).half().abs() + 1),
+    "bfloat16 and one element": lambda: (torch.randn(6).bfloat16(),
+                                         torch.randn(1).bfloat16().abs() + 1),
+    "integers": lambda: (torch.arange(-6, 6), torch.arange(1, 13)),
+    "mixed dtypes": lambda: (torch.randn(4, 5), torch.randn(4, 5).double().abs() + 1),
+}
+
+
+@pytest.mark.parametrize("operands", sorted(LEAN_OPERANDS))
+@pytest.mark.parametrize("op", sorted(LEAN_OPS))
+def test_structured_lane_matches_cpu(op, operands):
+    a, b = LEAN_OPERANDS[operands]()
+    assert_matches_cpu(LEAN_OPS[op], a, b)
+    # In place (where the CPU accepts it: a result that casts to `a`'s dtype).
+    if op != "div" or a.is_floating_point():
+        assert_matches_cpu(lambda x, y: getattr(x, op + "_")(y), a, b)
+    # With a CPU scalar, 0-dim or a Python number: the direct kernel.
+    assert_matches_cpu(lambda x: LEAN_OPS[op](x, torch.tensor(3.0)), a)
+    assert_matches_cpu(lambda x: LEAN_OPS[op](x, 3), a)
+
+
+def test_structured_lane_errors_match_cpu():
+    for device in ("cpu", DEV):
+        ints = torch.arange(3, device=device)
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the "
+                                               "desired output type Long"):
+            ints.mul_(torch.rand(3, device=device))
+        with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the "
+                                               r"broadcast shape \[2, 3\]"):
+            torch.rand(3, device=device).add_(torch.rand(2, 3, device=device))
+
+
+def test_structured_lane_is_stream_ordered_on_the_tensors_device():
+    # Queued work on a side stream of openreg:1 (a large copy) must finish before the
+    # lean kernel reads its result, and the kernel must run on openreg:1's stream.
+    stream = torch.Stream(device="openreg:1")
+    source = torch.randn(2_000_000)
+    with torch.openreg.stream(stream):
+        x = source.pin_memory().to("openreg:1", non_blocking=True)
+        y = x * 2 + x
+        z = y / 3 - x
+    assert torch.openreg.current_device() == 0 and z.device == torch.device("openreg:1")
+    stream.synchronize()
+    torch.testing.assert_close(z.cpu(), (source * 2 + source) / 3 - source)
+
+
 def test_in_place_direct_kernels_return_the_same_tensor():
     x = torch.ones(3, 4, device=DEV)
     view = x[:, 1:]

@@ -3,6 +3,7 @@
 #include <c10/util/SmallVector.h>
 
 #include "execution/DeviceCall.h"
+#include "execution/KernelView.h"
 #include "runtime/OpenRegException.h"
 
 namespace at::native::openreg {
@@ -49,5 +50,63 @@ void launch_elementwise(TensorIteratorBase& iter, std::string_view name, KernelL
   }, Allocations::Host);
 }
 // DOC END: launch-elementwise
+
+namespace {
+// The iterator whose operands this thread's running kernel shifted into the kernel view.
+OPENREG_HOT_THREAD_LOCAL const TensorIteratorBase* kernel_view_iterator = nullptr;
+} // namespace
+
+bool on_kernel_view(const TensorIteratorBase& iter) {
+  return kernel_view_iterator == &iter;
+}
+
+// DOC START: launch-on-kernel-view
+void launch_on_kernel_view(TensorIteratorBase& iter, std::string_view name,
+                           c10::function_ref<void()> kernel) {
+  if (iter.numel() == 0) {
+    return;
+  }
+  const c10::Device device = iter.device();
+  const int ntensors = iter.ntensors();
+  c10::SmallVector<std::pair<void*, void*>, 4> device_and_kernel;  // operand addresses
+  for (int arg = 0; arg < ntensors; ++arg) {
+    void* device_address = iter.data_ptr(arg);
+    device_and_kernel.emplace_back(device_address, kernel_pointer(device_address));
+  }
+  // Back to device addresses whatever happens; a CPU loop may have dropped a trailing
+  // operand (a scalar it read), so each remaining one is matched by its address.
+  auto restore = [&] {
+    for (int arg = 0; arg < iter.ntensors(); ++arg) {
+      for (const auto& [device_address, kernel_address] : device_and_kernel) {
+        if (iter.data_ptr(arg) == kernel_address) {
+          iter.unsafe_replace_operand(arg, device_address);
+          break;
+        }
+      }
+    }
+  };
+  const c10::openreg::OpenRegStream stream = c10::openreg::getCurrentOpenRegStream(device.index());
+  try {
+    launch_kernel(stream, name, [&] {
+      for (int arg = 0; arg < ntensors; ++arg) {
+        iter.unsafe_replace_operand(arg, device_and_kernel[arg].second);
+      }
+      const TensorIteratorBase* outer = kernel_view_iterator;
+      kernel_view_iterator = &iter;
+      try {
+        kernel();
+      } catch (...) {
+        kernel_view_iterator = outer;
+        throw;
+      }
+      kernel_view_iterator = outer;
+    });
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+}
+// DOC END: launch-on-kernel-view
 
 } // namespace at::native::openreg

@@ -29,6 +29,20 @@ using KernelLoop2d =
 OPENREG_TORCH_API void launch_elementwise(TensorIteratorBase& iter, std::string_view name,
                                           KernelLoop2d loop);
 
+// DOC START: kernel-view-launch
+// Runs `kernel` as kernel `name` on the device of `iter` (whose operands are all openreg
+// tensors of that device), in stream order, with the iterator's operands pointing into
+// the kernel view while it runs: PyTorch's own CPU loops can then run over `iter`
+// unchanged (CpuStubOnKernelView, aten/native/StructuredOnDevice.h). Afterwards they
+// point at device memory again.
+OPENREG_TORCH_API void launch_on_kernel_view(TensorIteratorBase& iter, std::string_view name,
+                                             c10::function_ref<void()> kernel);
+
+// Whether `iter` is the iterator of a launch_on_kernel_view running on this thread: the
+// only iterator a CPU loop may be given in place of an openreg one.
+OPENREG_TORCH_API bool on_kernel_view(const TensorIteratorBase& iter);
+// DOC END: kernel-view-launch
+
 // DOC START: unary-device-loop
 // The 2-D loop of a unary operator out = op(in) (operand 0 is the output): a contiguous
 // fast path the compiler vectorises, and a strided path for everything else.

@@ -5,6 +5,7 @@
 // returning the runtime's error code.
 
 #include <c10/core/Device.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/macros/Macros.h>
 #include <openreg/openreg.h>
 
@@ -25,6 +26,21 @@ OPENREG_TORCH_API DeviceIndex exchange_device(DeviceIndex device);
 OPENREG_TORCH_API DeviceIndex maybe_exchange_device(DeviceIndex device);
 inline void check_device_index(DeviceIndex device);
 // DOC END: device-functions
+
+// Makes `device` current for its lifetime, like c10::DeviceGuard, but sets and restores
+// only when another device is current: usually it is current already, and then the guard
+// costs one query instead of a query, a set and a restore.
+class CurrentDeviceGuard {
+ public:
+  explicit CurrentDeviceGuard(Device device) {
+    if (device.index() >= 0 && device.index() != current_device()) {
+      guard_.reset_device(device);
+    }
+  }
+
+ private:
+  OptionalDeviceGuard guard_;
+};
 
 OPENREG_TORCH_API orError_t GetDeviceCount(int* count);
 OPENREG_TORCH_API orError_t GetDevice(DeviceIndex* device);

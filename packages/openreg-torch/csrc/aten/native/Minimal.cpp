@@ -80,7 +80,7 @@ Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType>
   check_not_pinned(pin_memory);
   TORCH_CHECK(layout.value_or(c10::kStrided) == c10::kStrided,
               "openreg: only strided tensors are supported, got layout ", *layout);
-  const c10::DeviceGuard guard(target_device(device));
+  const c10::openreg::CurrentDeviceGuard guard(target_device(device));
   return filled_if_deterministic(at::detail::empty_generic(
       size, &c10::openreg::getDeviceAllocator(), kOpenRegKeys, c10::dtype_or_default(dtype),
       memory_format));
@@ -93,7 +93,7 @@ Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
   check_not_pinned(pin_memory);
   TORCH_CHECK(layout.value_or(c10::kStrided) == c10::kStrided,
               "openreg: only strided tensors are supported, got layout ", *layout);
-  const c10::DeviceGuard guard(target_device(device));
+  const c10::openreg::CurrentDeviceGuard guard(target_device(device));
   return filled_if_deterministic(at::detail::empty_strided_generic(
       size, stride, &c10::openreg::getDeviceAllocator(), kOpenRegKeys,
       c10::dtype_or_default(dtype)));

@@ -1,0 +1,174 @@
+#pragma once
+
+// DOC START: structured-on-device
+// The lean lane of the hottest elementwise operators (the role of a CUDA backend's
+// structured kernels): PyTorch's own structured class of the operator, e.g.
+// at::native::structured_mul_out, runs with its outputs allocated on the device. Its
+// meta() builds the TensorIterator over the openreg tensors themselves (shapes, strides,
+// dtypes: no data is read), its impl() calls the operator's STUB for PrivateUse1, and
+// openreg's entry for that STUB (CpuStubOnKernelView) runs the CPU's entry on the same
+// iterator, launched with its operands pointing into the kernel view
+// (launch_on_kernel_view). No alias tensors, no second dispatch, no result adoption: the
+// per-operator work is the CPU's own plus one launch.
+//
+// CPU loops expect what a CPU TensorIterator guarantees: every operand of the common
+// dtype (a CPU iterator makes promoted temporaries, a device one does not) and no CPU
+// operand. A call that does not fit (mixed dtypes, a CPU scalar, a sparse or
+// other-device operand) takes the operator's direct kernel instead (DirectKernel),
+// whose results and errors are those of every other operator.
+// DOC END: structured-on-device
+
+#include <ATen/TensorIterator.h>
+#include <ATen/core/Tensor.h>
+
+#include <array>
+#include <functional>
+#include <string_view>
+#include <type_traits>
+
+#include "aten/native/Minimal.h"
+#include "execution/DeviceLoops.h"
+#include "execution/RunOnDevice.h"
+#include "runtime/OpenRegFunctions.h"
+
+namespace at::native::openreg {
+
+namespace structured_detail {
+
+// A tensor argument the lean lane accepts: a dense openreg tensor of `device`.
+inline bool fits(const at::Tensor& tensor, c10::DeviceIndex device) {
+  return tensor.defined() && tensor.device().type() == c10::kPrivateUse1 &&
+         tensor.device().index() == device && tensor.layout() == c10::kStrided;
+}
+template <typename Value>
+bool fits(const Value& /*value*/, c10::DeviceIndex /*device*/) {
+  return true;  // scalars, flags
+}
+
+template <typename First, typename... Rest>
+const at::Tensor& first_tensor(const First& first, const Rest&... /*rest*/) {
+  static_assert(std::is_same_v<std::decay_t<First>, at::Tensor>,
+                "the lean lane's operators take a tensor first");
+  return first;
+}
+
+// Whether PyTorch's CPU loops may run over `iter`: every operand of the common dtype.
+inline bool cpu_loops_fit(const TensorIteratorBase& iter) {
+  for (int arg = 0; arg < iter.ntensors(); ++arg) {
+    if (iter.dtype(arg) != iter.common_dtype()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The output of an out-of-place call: a fresh device tensor, allocated when meta() asks.
+template <typename CpuStructured>
+class Functional final : public CpuStructured {
+ public:
+  void set_output_strided(int64_t index, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                          c10::TensorOptions options) override {
+    set_output_raw_strided(index, sizes, strides, options);
+  }
+  void set_output_raw_strided(int64_t index, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                              c10::TensorOptions options) override {
+    output_ = strides.empty()
+        ? empty_memory_format(sizes, options.dtype().toScalarType(), std::nullopt,
+                              options.device(), std::nullopt, std::nullopt)
+        : empty_strided(sizes, strides, options.dtype().toScalarType(), std::nullopt,
+                        options.device(), std::nullopt);
+    CpuStructured::set_output_raw_strided(index, sizes, strides, options);
+  }
+  const at::Tensor& maybe_get_output(int64_t /*index*/) override { return output_; }
+
+  at::Tensor output_;
+};
+
+// The output of an in-place call: `self`, which must already have the result's shape
+// and dtype (the checks and messages of PyTorch's in-place structured kernels).
+template <typename CpuStructured>
+class InPlace final : public CpuStructured {
+ public:
+  explicit InPlace(at::Tensor& self) : self_(self) {}
+
+  void set_output_strided(int64_t index, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                          c10::TensorOptions options) override {
+    set_output_raw_strided(index, sizes, strides, options);
+  }
+  void set_output_raw_strided(int64_t index, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                              c10::TensorOptions options) override {
+    TORCH_CHECK(options.dtype() == self_.dtype(), "Bad in-place call: input tensor dtype ",
+                self_.dtype(), " and output tensor dtype ", options.dtype(), " should match");
+    TORCH_CHECK(options.device() == self_.device(), "Bad in-place call: input tensor device ",
+                self_.device(), " and output tensor device ", options.device(),
+                " should match");
+    TORCH_CHECK(sizes == self_.sizes(), "Bad in-place call: input tensor size ",
+                self_.sizes(), " and output tensor size ", sizes, " should match");
+    CpuStructured::set_output_raw_strided(index, sizes, strides, options);
+  }
+  const at::Tensor& maybe_get_output(int64_t /*index*/) override { return self_; }
+
+  at::Tensor& self_;
+};
+
+} // namespace structured_detail
+
+// The kernel of operator Op (at::_ops::<op>, a functional or in-place overload) through
+// CpuStructured (at::native::structured_<op>_out), falling back to DirectKernel<Op>.
+template <typename Op, typename CpuStructured, typename Schema = typename Op::schema>
+struct StructuredOnDevice;
+
+template <typename Op, typename CpuStructured, typename... Args>
+struct StructuredOnDevice<Op, CpuStructured, at::Tensor(Args...)> {
+  static at::Tensor call(Args... args) {
+    namespace detail = structured_detail;
+    const c10::Device device = detail::first_tensor(args...).device();
+    if ((detail::fits(args, device.index()) && ...)) {
+      const c10::openreg::CurrentDeviceGuard guard(device);
+      detail::Functional<CpuStructured> op;
+      op.meta(args...);
+      if (detail::cpu_loops_fit(op)) {
+        launch_on_kernel_view(op, Op::name, [&] { op.impl(args..., op.output_); });
+        return std::move(op.output_);
+      }
+    }
+    return DirectKernel<Op>::call(args...);
+  }
+};
+
+template <typename Op, typename CpuStructured, typename... Rest>
+struct StructuredOnDevice<Op, CpuStructured, at::Tensor&(at::Tensor&, Rest...)> {
+  static at::Tensor& call(at::Tensor& self, Rest... rest) {
+    namespace detail = structured_detail;
+    const c10::Device device = self.device();
+    if (detail::fits(self, device.index()) && (detail::fits(rest, device.index()) && ...)) {
+      const c10::openreg::CurrentDeviceGuard guard(device);
+      detail::InPlace<CpuStructured> op(self);
+      op.meta(self, rest...);
+      if (detail::cpu_loops_fit(op)) {
+        launch_on_kernel_view(op, Op::name, [&] { op.impl(self, rest..., self); });
+        return self;
+      }
+    }
+    return DirectKernel<Op>::call(self, rest...);
+  }
+};
+
+// DOC START: cpu-stub-on-kernel-view
+// openreg's entry for a STUB (REGISTER_PRIVATEUSE1_DISPATCH): the CPU's entry, run on the
+// iterator StructuredOnDevice launched on the kernel view. Any other openreg iterator
+// holds device addresses a CPU loop cannot read: that is refused, not run.
+template <typename Stub, Stub& stub, typename FnPtr = typename Stub::FnPtr>
+struct CpuStubOnKernelView;
+
+template <typename Stub, Stub& stub, typename... Args>
+struct CpuStubOnKernelView<Stub, stub, void (*)(TensorIteratorBase&, Args...)> {
+  static void run(TensorIteratorBase& iter, Args... args) {
+    TORCH_CHECK(on_kernel_view(iter),
+                "openreg: this STUB runs only inside openreg's structured kernels");
+    stub(c10::DeviceType::CPU, iter, args...);
+  }
+};
+// DOC END: cpu-stub-on-kernel-view
+
+} // namespace at::native::openreg
