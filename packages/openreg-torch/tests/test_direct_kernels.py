@@ -107,6 +107,54 @@ def test_structured_lane_matches_cpu(op, operands):
     assert_matches_cpu(lambda x: LEAN_OPS[op](x, 3), a)
 
 
+# The rest of the lane: unary operators, activations and their backward, and the
+# optimizers' in-place updates, over the dtypes a CPU loop takes as they are and ones it
+# does not (integers into floats: the direct kernel).
+LANE_UNARY = ["neg", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid"]
+LANE_OTHERS = {
+    "maximum": lambda a, b: torch.maximum(a, b),
+    "tanh_backward": lambda a, b: torch.ops.aten.tanh_backward(a, b),
+    "sigmoid_backward": lambda a, b: torch.ops.aten.sigmoid_backward(a, b),
+    "silu": lambda a, b: F.silu(a),
+    "silu_backward": lambda a, b: torch.ops.aten.silu_backward(a, b),
+    "threshold_backward": lambda a, b: torch.ops.aten.threshold_backward(a, b, 0.25),
+    "addcmul_": lambda a, b: a.addcmul_(b, b, value=0.5),
+    "addcdiv_": lambda a, b: a.addcdiv_(b, b.abs() + 1, value=-2),
+    "lerp_ scalar": lambda a, b: a.lerp_(b, 0.3),
+    "lerp_ tensor": lambda a, b: a.lerp_(b, torch.full_like(b, 0.7)),
+}
+LANE_DTYPES = [torch.float32, torch.float64, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", LANE_DTYPES + [torch.int64], ids=str)
+@pytest.mark.parametrize("op", LANE_UNARY)
+def test_structured_lane_unary_ops_match_cpu(op, dtype):
+    x = (torch.rand(3, 7) * 4 + 0.5).to(dtype)
+    assert_matches_cpu(lambda t: getattr(torch, op)(t), x)
+    assert_matches_cpu(lambda t: getattr(torch, op)(t.t()), x)  # transposed
+
+
+@pytest.mark.parametrize("dtype", LANE_DTYPES, ids=str)
+@pytest.mark.parametrize("op", sorted(LANE_OTHERS))
+def test_structured_lane_other_ops_match_cpu(op, dtype):
+    a, b = torch.randn(3, 7).to(dtype), torch.randn(3, 7).to(dtype)
+    assert_matches_cpu(LANE_OTHERS[op], a, b)
+    assert_matches_cpu(LANE_OTHERS[op], a[:, :1].expand(3, 7).contiguous(), b[0])  # broadcast
+
+
+@pytest.mark.parametrize("op", sorted(LEAN_OPS))
+def test_structured_lane_on_conjugate_and_negative_views(op):
+    # PyTorch resolves the conj and neg bits before the kernel (or the lane must): the
+    # results, and writes through such views, match the CPU's.
+    a, b = torch.randn(4, dtype=torch.cfloat), torch.randn(4, dtype=torch.cfloat) + 2
+    fn = LEAN_OPS[op]
+    assert_matches_cpu(lambda x, y: fn(x.conj(), y), a, b)
+    assert_matches_cpu(lambda x, y: fn(x, y.conj()), a, b)
+    assert_matches_cpu(lambda x, y: fn(x.conj().imag, y.real), a, b)
+    assert_matches_cpu(lambda x, y: getattr(x.conj(), op + "_")(y), a, b)
+    assert_matches_cpu(lambda x, y: getattr(x.conj().imag, op + "_")(y.real), a, b)
+
+
 def test_structured_lane_errors_match_cpu():
     for device in ("cpu", DEV):
         ints = torch.arange(3, device=device)

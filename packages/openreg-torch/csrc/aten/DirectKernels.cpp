@@ -11,11 +11,31 @@
 #define HAVE_AVX2_CPU_DEFINITION
 
 #include <ATen/Operators.h>
+#include <ATen/native/Activation.h>
 #include <ATen/native/BinaryOps.h>
+#include <ATen/native/Lerp.h>
+#include <ATen/native/PointwiseOps.h>
+#include <ATen/native/UnaryOps.h>
 #include <ATen/ops/add_native.h>
+#include <ATen/ops/addcdiv_native.h>
+#include <ATen/ops/addcmul_native.h>
 #include <ATen/ops/div_native.h>
+#include <ATen/ops/exp_native.h>
+#include <ATen/ops/lerp_native.h>
+#include <ATen/ops/log_native.h>
+#include <ATen/ops/maximum_native.h>
 #include <ATen/ops/mul_native.h>
+#include <ATen/ops/neg_native.h>
+#include <ATen/ops/rsqrt_native.h>
+#include <ATen/ops/sigmoid_backward_native.h>
+#include <ATen/ops/sigmoid_native.h>
+#include <ATen/ops/silu_backward_native.h>
+#include <ATen/ops/silu_native.h>
+#include <ATen/ops/sqrt_native.h>
 #include <ATen/ops/sub_native.h>
+#include <ATen/ops/tanh_backward_native.h>
+#include <ATen/ops/tanh_native.h>
+#include <ATen/ops/threshold_backward_native.h>
 #include <torch/library.h>
 
 #include "aten/DirectKernels.h"
@@ -41,30 +61,58 @@ void impl(torch::Library& library) {
   note_route("aten::" + qualified_name<Op>(), Route::DirectKernel);
 }
 
-// An operator with PyTorch's structured kernel takes the lean lane (StructuredOnDevice.h).
+// The lean lane (StructuredOnDevice.h) of operator Op, through the CPU's structured class
+// CpuStructured, whose impl() only calls its STUB (the STUBs are registered at the end of
+// this file).
 template <typename Op, typename CpuStructured>
-void impl_structured(torch::Library& library) {
+struct Lane {};
+
+template <typename Op, typename CpuStructured>
+void impl_structured(torch::Library& library, Lane<Op, CpuStructured> /*lane*/) {
   library.impl(qualified_name<Op>().c_str(),
                TORCH_FN((at::native::openreg::StructuredOnDevice<Op, CpuStructured>::call)));
   note_route("aten::" + qualified_name<Op>(), Route::DirectKernel);
 }
 
 // DOC START: structured-kernel-list
+template <typename... Lanes>
+size_t impl_structured_all(torch::Library& library) {
+  (impl_structured(library, Lanes{}), ...);
+  return sizeof...(Lanes);
+}
+
 size_t register_structured_ops(torch::Library& library) {
   namespace ops = at::_ops;
-  using at::native::structured_div_out;
-  using at::native::structured_mul_out;
-  using at::native::structured_sub_out;
-  using at::native::structured_ufunc_add_CPU;
-  impl_structured<ops::add_Tensor, structured_ufunc_add_CPU>(library);
-  impl_structured<ops::add__Tensor, structured_ufunc_add_CPU>(library);
-  impl_structured<ops::sub_Tensor, structured_sub_out>(library);
-  impl_structured<ops::sub__Tensor, structured_sub_out>(library);
-  impl_structured<ops::mul_Tensor, structured_mul_out>(library);
-  impl_structured<ops::mul__Tensor, structured_mul_out>(library);
-  impl_structured<ops::div_Tensor, structured_div_out>(library);
-  impl_structured<ops::div__Tensor, structured_div_out>(library);
-  return 8;
+  namespace cpu = at::native;
+  return impl_structured_all<
+      // arithmetic, functional and in place
+      Lane<ops::add_Tensor, cpu::structured_ufunc_add_CPU>,
+      Lane<ops::add__Tensor, cpu::structured_ufunc_add_CPU>,
+      Lane<ops::sub_Tensor, cpu::structured_sub_out>,
+      Lane<ops::sub__Tensor, cpu::structured_sub_out>,
+      Lane<ops::mul_Tensor, cpu::structured_mul_out>,
+      Lane<ops::mul__Tensor, cpu::structured_mul_out>,
+      Lane<ops::div_Tensor, cpu::structured_div_out>,
+      Lane<ops::div__Tensor, cpu::structured_div_out>,
+      Lane<ops::maximum, cpu::structured_maximum_out>,
+      // unary, activations and their backward
+      Lane<ops::neg, cpu::structured_neg_out>,
+      Lane<ops::exp, cpu::structured_exp_out>,
+      Lane<ops::log, cpu::structured_log_out>,
+      Lane<ops::sqrt, cpu::structured_sqrt_out>,
+      Lane<ops::rsqrt, cpu::structured_rsqrt_out>,
+      Lane<ops::tanh, cpu::structured_tanh_out>,
+      Lane<ops::tanh_backward, cpu::structured_tanh_backward_out>,
+      Lane<ops::sigmoid, cpu::structured_sigmoid_out>,
+      Lane<ops::sigmoid_backward, cpu::structured_sigmoid_backward_out>,
+      Lane<ops::silu, cpu::structured_silu_out>,
+      Lane<ops::silu_backward, cpu::structured_silu_backward_out>,
+      Lane<ops::threshold_backward, cpu::structured_threshold_backward_out>,
+      // optimizer updates
+      Lane<ops::addcmul_, cpu::structured_addcmul_out>,
+      Lane<ops::addcdiv_, cpu::structured_addcdiv_out>,
+      Lane<ops::lerp__Scalar, cpu::structured_lerp_Scalar>,
+      Lane<ops::lerp__Tensor, cpu::structured_lerp_Tensor>>(library);
 }
 // DOC END: structured-kernel-list
 
@@ -78,21 +126,17 @@ size_t impl_all(torch::Library& library) {
 size_t register_hot_ops(torch::Library& library) {
   namespace ops = at::_ops;
   return impl_all<
-      // arithmetic, functional and in place
-      ops::neg, ops::exp, ops::log, ops::sqrt, ops::rsqrt, ops::pow_Tensor_Scalar,
-      ops::maximum, ops::clamp_min, ops::where_self, ops::eq_Scalar,
+      // arithmetic, functional and in place (more in register_structured_ops)
+      ops::pow_Tensor_Scalar, ops::clamp_min, ops::where_self, ops::eq_Scalar,
       ops::fill__Scalar, ops::zero_, ops::masked_fill__Scalar,
       // reductions and matrix products
       ops::sum_dim_IntList, ops::mean_dim, ops::amax, ops::addmm, ops::mm, ops::bmm,
       ops::baddbmm, ops::index_select,
       // activations, losses, normalisation, and their backward
-      ops::relu, ops::relu_, ops::threshold_backward, ops::gelu, ops::gelu_backward,
-      ops::silu, ops::silu_backward, ops::tanh, ops::tanh_backward, ops::sigmoid,
-      ops::sigmoid_backward, ops::_softmax, ops::_softmax_backward_data, ops::_log_softmax,
-      ops::_log_softmax_backward_data, ops::nll_loss_forward, ops::nll_loss_backward,
-      ops::native_layer_norm, ops::native_layer_norm_backward,
-      // optimizer updates
-      ops::addcmul_, ops::addcdiv_, ops::lerp__Scalar, ops::lerp__Tensor>(library);
+      ops::relu, ops::relu_, ops::gelu, ops::gelu_backward, ops::_softmax,
+      ops::_softmax_backward_data, ops::_log_softmax, ops::_log_softmax_backward_data,
+      ops::nll_loss_forward, ops::nll_loss_backward, ops::native_layer_norm,
+      ops::native_layer_norm_backward>(library);
 }
 // DOC END: direct-kernel-list
 
@@ -112,10 +156,29 @@ template <typename Stub, Stub& stub>
 constexpr auto on_kernel_view = &openreg::CpuStubOnKernelView<Stub, stub>::run;
 } // namespace
 
+#define OPENREG_STUB_ON_KERNEL_VIEW(stub) \
+  REGISTER_PRIVATEUSE1_DISPATCH(stub, (on_kernel_view<decltype(stub), stub>))
 // sub's structured kernel calls add_stub with -alpha (the CPU has no sub_stub entry).
-REGISTER_PRIVATEUSE1_DISPATCH(add_stub, (on_kernel_view<decltype(add_stub), add_stub>))
-REGISTER_PRIVATEUSE1_DISPATCH(mul_stub, (on_kernel_view<decltype(mul_stub), mul_stub>))
-REGISTER_PRIVATEUSE1_DISPATCH(div_true_stub,
-                              (on_kernel_view<decltype(div_true_stub), div_true_stub>))
+OPENREG_STUB_ON_KERNEL_VIEW(add_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(mul_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(div_true_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(maximum_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(neg_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(exp_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(log_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(sqrt_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(rsqrt_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(tanh_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(tanh_backward_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(sigmoid_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(sigmoid_backward_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(silu_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(silu_backward_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(threshold_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(addcmul_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(addcdiv_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(lerp_kernel_scalar_weight)
+OPENREG_STUB_ON_KERNEL_VIEW(lerp_kernel_tensor_weight)
+#undef OPENREG_STUB_ON_KERNEL_VIEW
 } // namespace at::native
 // DOC END: structured-kernel-stubs

@@ -52,10 +52,12 @@ const at::Tensor& first_tensor(const First& first, const Rest&... /*rest*/) {
   return first;
 }
 
-// Whether PyTorch's CPU loops may run over `iter`: every operand of the common dtype.
+// Whether PyTorch's CPU loops may run over `iter`: every operand an openreg tensor (meta()
+// may add CPU scalars of its own) of the common dtype.
 inline bool cpu_loops_fit(const TensorIteratorBase& iter) {
   for (int arg = 0; arg < iter.ntensors(); ++arg) {
-    if (iter.dtype(arg) != iter.common_dtype()) {
+    if (iter.dtype(arg) != iter.common_dtype() ||
+        iter.device(arg).type() != c10::kPrivateUse1) {
       return false;
     }
   }
