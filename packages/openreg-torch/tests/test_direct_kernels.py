@@ -166,6 +166,19 @@ def test_structured_lane_errors_match_cpu():
             torch.rand(3, device=device).add_(torch.rand(2, 3, device=device))
 
 
+def test_structured_lane_on_views_with_offsets():
+    # Operands that start inside their storage: their kernel-view addresses are found
+    # per operand, offset included.
+    assert_matches_cpu(lambda x, y: x[1:4] * y[5:8] + x[3:6].exp(), torch.randn(10),
+                       torch.randn(10))
+    assert_matches_cpu(lambda x, y: x[2:6].addcmul_(y[4:8], y[1:5], value=0.5),
+                       torch.randn(10), torch.randn(10))
+    for device in ("cpu", DEV):  # partial overlap of input and output: refused alike
+        t = torch.randn(10, device=device)
+        with pytest.raises(RuntimeError, match="some elements of the input tensor and"):
+            t[1:].add_(t[:-1])
+
+
 def test_structured_lane_is_stream_ordered_on_the_tensors_device():
     # Queued work on a side stream of openreg:1 (a large copy) must finish before the
     # lean kernel reads its result, and the kernel must run on openreg:1's stream.
