@@ -142,6 +142,42 @@ def test_structured_lane_other_ops_match_cpu(op, dtype):
     assert_matches_cpu(LANE_OTHERS[op], a[:, :1].expand(3, 7).contiguous(), b[0])  # broadcast
 
 
+# Structured kernels that read their tensors themselves run on kernel-view aliases.
+ALIAS_LANE = {
+    "mm of one tensor": lambda a, b: a @ a,
+    "addmm broadcast": lambda a, b: torch.addmm(b[0], a, a.t(), beta=2, alpha=0.5),
+    "bmm": lambda a, b: torch.bmm(a.expand(2, 5, 5), b.t().expand(2, 5, 5)),
+    "baddbmm": lambda a, b: torch.baddbmm(a.expand(2, 5, 5), a.expand(2, 5, 5), b.expand(2, 5, 5)),
+    "softmax and back": lambda a, b: torch.ops.aten._softmax_backward_data(
+        b, torch.softmax(a, 1), 1, a.dtype) + torch.log_softmax(a.t(), 0),
+    "log_softmax backward": lambda a, b: torch.ops.aten._log_softmax_backward_data(
+        b, torch.log_softmax(a, 0), 0, a.dtype),
+    "sum, mean, amax": lambda a, b: a.sum(0) + a.mean(1, keepdim=True).expand(5, 5).sum(1)
+    + a.amax((0, 1)) + a.sum(0, dtype=torch.float64).float(),
+    "empty reduction": lambda a, b: a[:, :0].sum(1) + a[:0].sum(0) + a[:, :0].amax(0).sum(),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("case", sorted(ALIAS_LANE))
+def test_structured_alias_lane_matches_cpu(case, dtype):
+    a, b = torch.randn(5, 5).to(dtype), torch.randn(5, 5).to(dtype)
+    assert_matches_cpu(ALIAS_LANE[case], a, b)
+    assert_matches_cpu(ALIAS_LANE[case], a.t(), b.flip(1).t())  # transposed
+
+
+def test_structured_alias_lane_device_errors():
+    a = torch.randn(3, 3, device="openreg:0")
+    with pytest.raises(RuntimeError, match="openreg:0 and cpu"):
+        a @ torch.randn(3, 3)
+    with pytest.raises(RuntimeError, match="openreg:0 and openreg:1"):
+        torch.addmm(a, a, torch.randn(3, 3, device="openreg:1"))
+    with pytest.raises(RuntimeError, match="must be a matrix"):
+        torch.mm(a, a[0])  # meta()'s own check, as on the CPU
+    result = torch.mm(a.to("openreg:1"), a.to("openreg:1"))
+    assert result.device == torch.device("openreg:1")
+
+
 @pytest.mark.parametrize("op", sorted(LEAN_OPS))
 def test_structured_lane_on_conjugate_and_negative_views(op):
     # PyTorch resolves the conj and neg bits before the kernel (or the lane must): the

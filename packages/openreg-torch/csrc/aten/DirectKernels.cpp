@@ -16,14 +16,24 @@
 #include <ATen/native/Lerp.h>
 #include <ATen/native/PointwiseOps.h>
 #include <ATen/native/UnaryOps.h>
+#include <ATen/ops/_log_softmax_backward_data_native.h>
+#include <ATen/ops/_log_softmax_native.h>
+#include <ATen/ops/_softmax_backward_data_native.h>
+#include <ATen/ops/_softmax_native.h>
 #include <ATen/ops/add_native.h>
 #include <ATen/ops/addcdiv_native.h>
 #include <ATen/ops/addcmul_native.h>
+#include <ATen/ops/addmm_native.h>
+#include <ATen/ops/amax_native.h>
+#include <ATen/ops/baddbmm_native.h>
+#include <ATen/ops/bmm_native.h>
 #include <ATen/ops/div_native.h>
 #include <ATen/ops/exp_native.h>
 #include <ATen/ops/lerp_native.h>
 #include <ATen/ops/log_native.h>
 #include <ATen/ops/maximum_native.h>
+#include <ATen/ops/mean_native.h>
+#include <ATen/ops/mm_native.h>
 #include <ATen/ops/mul_native.h>
 #include <ATen/ops/neg_native.h>
 #include <ATen/ops/rsqrt_native.h>
@@ -33,6 +43,7 @@
 #include <ATen/ops/silu_native.h>
 #include <ATen/ops/sqrt_native.h>
 #include <ATen/ops/sub_native.h>
+#include <ATen/ops/sum_native.h>
 #include <ATen/ops/tanh_backward_native.h>
 #include <ATen/ops/tanh_native.h>
 #include <ATen/ops/threshold_backward_native.h>
@@ -61,58 +72,79 @@ void impl(torch::Library& library) {
   note_route("aten::" + qualified_name<Op>(), Route::DirectKernel);
 }
 
-// The lean lane (StructuredOnDevice.h) of operator Op, through the CPU's structured class
-// CpuStructured, whose impl() only calls its STUB (the STUBs are registered at the end of
-// this file).
-template <typename Op, typename CpuStructured>
-struct Lane {};
+// The lean lanes (aten/native/StructuredOnDevice.h) of operator Op, through the CPU's
+// structured class CpuStructured: a TensorIterator kernel whose impl() only calls its
+// STUB (the STUBs are registered at the end of this file), or a kernel whose impl() reads
+// its tensor arguments (run on their kernel-view aliases).
+template <typename Operator, typename CpuStructured>
+struct StubLane {
+  using Op = Operator;
+  using Kernel = at::native::openreg::StructuredOnDevice<Op, CpuStructured>;
+};
+template <typename Operator, typename CpuStructured>
+struct AliasLane {
+  using Op = Operator;
+  using Kernel = at::native::openreg::StructuredOnAliases<Op, CpuStructured>;
+};
 
-template <typename Op, typename CpuStructured>
-void impl_structured(torch::Library& library, Lane<Op, CpuStructured> /*lane*/) {
-  library.impl(qualified_name<Op>().c_str(),
-               TORCH_FN((at::native::openreg::StructuredOnDevice<Op, CpuStructured>::call)));
+template <typename Lane>
+void impl_lane(torch::Library& library) {
+  using Op = typename Lane::Op;
+  library.impl(qualified_name<Op>().c_str(), TORCH_FN(Lane::Kernel::call));
   note_route("aten::" + qualified_name<Op>(), Route::DirectKernel);
 }
 
 // DOC START: structured-kernel-list
 template <typename... Lanes>
-size_t impl_structured_all(torch::Library& library) {
-  (impl_structured(library, Lanes{}), ...);
+size_t impl_lanes(torch::Library& library) {
+  (impl_lane<Lanes>(library), ...);
   return sizeof...(Lanes);
 }
 
 size_t register_structured_ops(torch::Library& library) {
   namespace ops = at::_ops;
   namespace cpu = at::native;
-  return impl_structured_all<
+  return impl_lanes<
       // arithmetic, functional and in place
-      Lane<ops::add_Tensor, cpu::structured_ufunc_add_CPU>,
-      Lane<ops::add__Tensor, cpu::structured_ufunc_add_CPU>,
-      Lane<ops::sub_Tensor, cpu::structured_sub_out>,
-      Lane<ops::sub__Tensor, cpu::structured_sub_out>,
-      Lane<ops::mul_Tensor, cpu::structured_mul_out>,
-      Lane<ops::mul__Tensor, cpu::structured_mul_out>,
-      Lane<ops::div_Tensor, cpu::structured_div_out>,
-      Lane<ops::div__Tensor, cpu::structured_div_out>,
-      Lane<ops::maximum, cpu::structured_maximum_out>,
+      StubLane<ops::add_Tensor, cpu::structured_ufunc_add_CPU>,
+      StubLane<ops::add__Tensor, cpu::structured_ufunc_add_CPU>,
+      StubLane<ops::sub_Tensor, cpu::structured_sub_out>,
+      StubLane<ops::sub__Tensor, cpu::structured_sub_out>,
+      StubLane<ops::mul_Tensor, cpu::structured_mul_out>,
+      StubLane<ops::mul__Tensor, cpu::structured_mul_out>,
+      StubLane<ops::div_Tensor, cpu::structured_div_out>,
+      StubLane<ops::div__Tensor, cpu::structured_div_out>,
+      StubLane<ops::maximum, cpu::structured_maximum_out>,
       // unary, activations and their backward
-      Lane<ops::neg, cpu::structured_neg_out>,
-      Lane<ops::exp, cpu::structured_exp_out>,
-      Lane<ops::log, cpu::structured_log_out>,
-      Lane<ops::sqrt, cpu::structured_sqrt_out>,
-      Lane<ops::rsqrt, cpu::structured_rsqrt_out>,
-      Lane<ops::tanh, cpu::structured_tanh_out>,
-      Lane<ops::tanh_backward, cpu::structured_tanh_backward_out>,
-      Lane<ops::sigmoid, cpu::structured_sigmoid_out>,
-      Lane<ops::sigmoid_backward, cpu::structured_sigmoid_backward_out>,
-      Lane<ops::silu, cpu::structured_silu_out>,
-      Lane<ops::silu_backward, cpu::structured_silu_backward_out>,
-      Lane<ops::threshold_backward, cpu::structured_threshold_backward_out>,
+      StubLane<ops::neg, cpu::structured_neg_out>,
+      StubLane<ops::exp, cpu::structured_exp_out>,
+      StubLane<ops::log, cpu::structured_log_out>,
+      StubLane<ops::sqrt, cpu::structured_sqrt_out>,
+      StubLane<ops::rsqrt, cpu::structured_rsqrt_out>,
+      StubLane<ops::tanh, cpu::structured_tanh_out>,
+      StubLane<ops::tanh_backward, cpu::structured_tanh_backward_out>,
+      StubLane<ops::sigmoid, cpu::structured_sigmoid_out>,
+      StubLane<ops::sigmoid_backward, cpu::structured_sigmoid_backward_out>,
+      StubLane<ops::silu, cpu::structured_silu_out>,
+      StubLane<ops::silu_backward, cpu::structured_silu_backward_out>,
+      StubLane<ops::threshold_backward, cpu::structured_threshold_backward_out>,
       // optimizer updates
-      Lane<ops::addcmul_, cpu::structured_addcmul_out>,
-      Lane<ops::addcdiv_, cpu::structured_addcdiv_out>,
-      Lane<ops::lerp__Scalar, cpu::structured_lerp_Scalar>,
-      Lane<ops::lerp__Tensor, cpu::structured_lerp_Tensor>>(library);
+      StubLane<ops::addcmul_, cpu::structured_addcmul_out>,
+      StubLane<ops::addcdiv_, cpu::structured_addcdiv_out>,
+      StubLane<ops::lerp__Scalar, cpu::structured_lerp_Scalar>,
+      StubLane<ops::lerp__Tensor, cpu::structured_lerp_Tensor>,
+      // matrix products, softmax and reductions
+      AliasLane<ops::mm, cpu::structured_mm_out_cpu>,
+      AliasLane<ops::addmm, cpu::structured_addmm_out_cpu>,
+      AliasLane<ops::bmm, cpu::structured_bmm_out_cpu>,
+      AliasLane<ops::baddbmm, cpu::structured_baddbmm_out_cpu>,
+      AliasLane<ops::_softmax, cpu::structured_softmax_cpu_out>,
+      AliasLane<ops::_log_softmax, cpu::structured_log_softmax_cpu_out>,
+      AliasLane<ops::_softmax_backward_data, cpu::structured_softmax_backward_cpu_out>,
+      AliasLane<ops::_log_softmax_backward_data, cpu::structured_log_softmax_backward_cpu_out>,
+      AliasLane<ops::sum_dim_IntList, cpu::structured_sum_out>,
+      AliasLane<ops::mean_dim, cpu::structured_mean_out>,
+      AliasLane<ops::amax, cpu::structured_amax_out>>(library);
 }
 // DOC END: structured-kernel-list
 
@@ -129,13 +161,9 @@ size_t register_hot_ops(torch::Library& library) {
       // arithmetic, functional and in place (more in register_structured_ops)
       ops::pow_Tensor_Scalar, ops::clamp_min, ops::where_self, ops::eq_Scalar,
       ops::fill__Scalar, ops::zero_, ops::masked_fill__Scalar,
-      // reductions and matrix products
-      ops::sum_dim_IntList, ops::mean_dim, ops::amax, ops::addmm, ops::mm, ops::bmm,
-      ops::baddbmm, ops::index_select,
+      ops::index_select,
       // activations, losses, normalisation, and their backward
-      ops::relu, ops::relu_, ops::gelu, ops::gelu_backward, ops::_softmax,
-      ops::_softmax_backward_data, ops::_log_softmax, ops::_log_softmax_backward_data,
-      ops::nll_loss_forward, ops::nll_loss_backward, ops::native_layer_norm,
+      ops::relu, ops::relu_, ops::gelu, ops::gelu_backward, ops::nll_loss_forward, ops::nll_loss_backward, ops::native_layer_norm,
       ops::native_layer_norm_backward>(library);
 }
 // DOC END: direct-kernel-list

@@ -109,4 +109,9 @@ void launch_on_kernel_view(TensorIteratorBase& iter, std::string_view name,
 }
 // DOC END: launch-on-kernel-view
 
+void launch_on_device(c10::Device device, std::string_view name,
+                      c10::function_ref<void()> kernel) {
+  launch_kernel(c10::openreg::getCurrentOpenRegStream(device.index()), name, [&] { kernel(); });
+}
+
 } // namespace at::native::openreg

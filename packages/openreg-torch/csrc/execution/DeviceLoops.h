@@ -41,6 +41,12 @@ OPENREG_TORCH_API void launch_on_kernel_view(TensorIteratorBase& iter, std::stri
 // Whether `iter` is the iterator of a launch_on_kernel_view running on this thread: the
 // only iterator a CPU loop may be given in place of an openreg one.
 OPENREG_TORCH_API bool on_kernel_view(const TensorIteratorBase& iter);
+
+// Runs `kernel` as kernel `name` on the current stream of `device`, in stream order; its
+// CPU allocations stay host memory (scratch). For kernels over kernel-view aliases
+// (StructuredOnAliases, aten/native/StructuredOnDevice.h).
+OPENREG_TORCH_API void launch_on_device(c10::Device device, std::string_view name,
+                                        c10::function_ref<void()> kernel);
 // DOC END: kernel-view-launch
 
 // DOC START: unary-device-loop

@@ -28,6 +28,7 @@
 
 #include "aten/native/Minimal.h"
 #include "execution/DeviceLoops.h"
+#include "execution/KernelView.h"
 #include "execution/RunOnDevice.h"
 #include "runtime/OpenRegFunctions.h"
 
@@ -76,10 +77,13 @@ class Functional final : public CpuStructured {
                               c10::TensorOptions options) override {
     output_ = strides.empty()
         ? empty_memory_format(sizes, options.dtype().toScalarType(), std::nullopt,
-                              options.device(), std::nullopt, std::nullopt)
+                              options.device(), std::nullopt, options.memory_format_opt())
         : empty_strided(sizes, strides, options.dtype().toScalarType(), std::nullopt,
                         options.device(), std::nullopt);
-    CpuStructured::set_output_raw_strided(index, sizes, strides, options);
+    if constexpr (std::is_base_of_v<TensorIteratorBase, CpuStructured>) {
+      // The iterator takes the output as an operand (MetaBase has nothing to do).
+      CpuStructured::set_output_raw_strided(index, sizes, strides, options);
+    }
   }
   const at::Tensor& maybe_get_output(int64_t /*index*/) override { return output_; }
 
@@ -155,6 +159,49 @@ struct StructuredOnDevice<Op, CpuStructured, at::Tensor&(at::Tensor&, Rest...)> 
     return DirectKernel<Op>::call(self, rest...);
   }
 };
+
+// DOC START: structured-on-aliases
+// The same for structured kernels whose impl() reads its tensor arguments itself rather
+// than a TensorIterator built by meta() (matrix products, softmax, reductions): meta()
+// over the openreg tensors allocates the output on the device, then impl() runs in one
+// launch on kernel-view aliases of the arguments and of that output, as the CPU's kernel
+// would run on CPU tensors. Compared with the direct kernel, no result is adopted and
+// meta() runs once. Calls with a CPU or other-device operand take the direct kernel.
+template <typename Op, typename CpuStructured, typename Schema = typename Op::schema>
+struct StructuredOnAliases;
+
+template <typename Op, typename CpuStructured, typename... Args>
+struct StructuredOnAliases<Op, CpuStructured, at::Tensor(Args...)> {
+  static_assert(!std::is_base_of_v<TensorIteratorBase, CpuStructured>,
+                "a TensorIterator kernel reads the iterator meta() built: use "
+                "StructuredOnDevice");
+
+  static at::Tensor call(Args... args) {
+    namespace detail = structured_detail;
+    const c10::Device device = detail::first_tensor(args...).device();
+    if ((detail::fits(args, device.index()) && ...)) {
+      const c10::openreg::CurrentDeviceGuard guard(device);
+      detail::Functional<CpuStructured> op;
+      op.meta(args...);
+      launch_on_device(device, Op::name, [&] {
+        // Aliases are copied: input_kernel_alias's reference lasts until its next call.
+        op.impl(kernel_argument(args)..., at::Tensor(input_kernel_alias(op.output_)));
+      });
+      return std::move(op.output_);
+    }
+    return DirectKernel<Op>::call(args...);
+  }
+
+ private:
+  static at::Tensor kernel_argument(const at::Tensor& tensor) {
+    return input_kernel_alias(tensor);
+  }
+  template <typename Value>
+  static const Value& kernel_argument(const Value& value) {
+    return value;
+  }
+};
+// DOC END: structured-on-aliases
 
 // DOC START: cpu-stub-on-kernel-view
 // openreg's entry for a STUB (REGISTER_PRIVATEUSE1_DISPATCH): the CPU's entry, run on the
