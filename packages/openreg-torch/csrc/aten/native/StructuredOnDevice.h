@@ -21,10 +21,9 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
 
-#include <array>
-#include <functional>
-#include <string_view>
+#include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "aten/native/Minimal.h"
 #include "execution/DeviceLoops.h"
@@ -51,6 +50,17 @@ const at::Tensor& first_tensor(const First& first, const Rest&... /*rest*/) {
   static_assert(std::is_same_v<std::decay_t<First>, at::Tensor>,
                 "the lean lane's operators take a tensor first");
   return first;
+}
+
+// The device of a call the lean lanes take (every tensor argument a dense openreg tensor
+// of the first one's device), or nullopt.
+template <typename... Args>
+std::optional<c10::Device> lane_device(const Args&... args) {
+  const c10::Device device = first_tensor(args...).device();
+  if ((fits(args, device.index()) && ...)) {
+    return device;
+  }
+  return std::nullopt;
 }
 
 // Whether PyTorch's CPU loops may run over `iter`: every operand an openreg tensor (meta()
@@ -128,9 +138,8 @@ template <typename Op, typename CpuStructured, typename... Args>
 struct StructuredOnDevice<Op, CpuStructured, at::Tensor(Args...)> {
   static at::Tensor call(Args... args) {
     namespace detail = structured_detail;
-    const c10::Device device = detail::first_tensor(args...).device();
-    if ((detail::fits(args, device.index()) && ...)) {
-      const c10::openreg::CurrentDeviceGuard guard(device);
+    if (const std::optional<c10::Device> device = detail::lane_device(args...)) {
+      const c10::openreg::CurrentDeviceGuard guard(*device);
       detail::Functional<CpuStructured> op;
       op.meta(args...);
       if (detail::cpu_loops_fit(op)) {
@@ -146,9 +155,8 @@ template <typename Op, typename CpuStructured, typename... Rest>
 struct StructuredOnDevice<Op, CpuStructured, at::Tensor&(at::Tensor&, Rest...)> {
   static at::Tensor& call(at::Tensor& self, Rest... rest) {
     namespace detail = structured_detail;
-    const c10::Device device = self.device();
-    if (detail::fits(self, device.index()) && (detail::fits(rest, device.index()) && ...)) {
-      const c10::openreg::CurrentDeviceGuard guard(device);
+    if (const std::optional<c10::Device> device = detail::lane_device(self, rest...)) {
+      const c10::openreg::CurrentDeviceGuard guard(*device);
       detail::InPlace<CpuStructured> op(self);
       op.meta(self, rest...);
       if (detail::cpu_loops_fit(op)) {
@@ -178,12 +186,11 @@ struct StructuredOnAliases<Op, CpuStructured, at::Tensor(Args...)> {
 
   static at::Tensor call(Args... args) {
     namespace detail = structured_detail;
-    const c10::Device device = detail::first_tensor(args...).device();
-    if ((detail::fits(args, device.index()) && ...)) {
-      const c10::openreg::CurrentDeviceGuard guard(device);
+    if (const std::optional<c10::Device> device = detail::lane_device(args...)) {
+      const c10::openreg::CurrentDeviceGuard guard(*device);
       detail::Functional<CpuStructured> op;
       op.meta(args...);
-      launch_on_device(device, Op::name, [&] {
+      launch_on_device(*device, Op::name, [&] {
         // Aliases are copied: input_kernel_alias's reference lasts until its next call.
         op.impl(kernel_argument(args)..., at::Tensor(input_kernel_alias(op.output_)));
       });
