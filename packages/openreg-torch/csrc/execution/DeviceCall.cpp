@@ -80,23 +80,16 @@ at::Tensor become_device_tensor(const at::Tensor& result, c10::Storage storage,
 std::optional<c10::Device> DeviceCall::find_device() {
   device_ = operands_.device();
   if (device_.has_value()) {
-    make_current(*device_);
+    guard_.make_current(*device_);
   }
   return device_;
 }
 
 void DeviceCall::use_device(c10::Device device) {
   device_ = device;
-  make_current(device);
+  guard_.make_current(device);
 }
 
-void DeviceCall::make_current(c10::Device device) {
-  // Usually it is current already (or unnamed, -1): then there is nothing to set, or to
-  // restore. The guard checks any other index.
-  if (device.index() >= 0 && c10::openreg::current_device() != device.index()) {
-    guard_.reset_device(device);
-  }
-}
 
 at::Tensor DeviceCall::alias(const at::Tensor& original) {
   return make_alias(original, /*output=*/false);

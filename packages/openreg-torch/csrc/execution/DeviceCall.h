@@ -36,6 +36,7 @@
 #include "execution/AllocationRouting.h"
 #include "execution/CallDevice.h"
 #include "execution/DeviceLaunch.h"
+#include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegMacros.h"
 #include "runtime/OpenRegStream.h"
 
@@ -118,7 +119,6 @@ class OPENREG_TORCH_API DeviceCall {
     c10::SmallVector<at::Tensor, 3> member_aliases;
   };
 
-  void make_current(c10::Device device);
   at::Tensor make_alias(const at::Tensor& original, bool output);
   at::Tensor make_member_alias(const at::Tensor& original, bool output);
   const at::Tensor* original_over(const c10::StorageImpl* alias_storage) const;
@@ -130,7 +130,7 @@ class OPENREG_TORCH_API DeviceCall {
   const std::string_view op_name_;
   CallDevice operands_;
   std::optional<c10::Device> device_;
-  c10::OptionalDeviceGuard guard_;
+  c10::openreg::CurrentDeviceGuard guard_;  // set only if another device is current
   c10::SmallVector<Aliased, 4> aliased_;
   c10::SmallVector<MemberAliased, 1> member_aliased_;
   std::list<at::Tensor> held_members_;  // stable addresses; allocates nothing while empty

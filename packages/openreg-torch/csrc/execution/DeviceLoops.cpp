@@ -54,6 +54,52 @@ void launch_elementwise(TensorIteratorBase& iter, std::string_view name, KernelL
 namespace {
 // The iterator whose operands this thread's running kernel shifted into the kernel view.
 OPENREG_HOT_THREAD_LOCAL const TensorIteratorBase* kernel_view_iterator = nullptr;
+
+// Marks `iter` as this thread's kernel-view iterator for the scope's lifetime.
+class KernelViewIteratorScope {
+ public:
+  explicit KernelViewIteratorScope(const TensorIteratorBase& iter)
+      : outer_(kernel_view_iterator) {
+    kernel_view_iterator = &iter;
+  }
+  ~KernelViewIteratorScope() { kernel_view_iterator = outer_; }
+  KernelViewIteratorScope(const KernelViewIteratorScope&) = delete;
+  KernelViewIteratorScope& operator=(const KernelViewIteratorScope&) = delete;
+
+ private:
+  const TensorIteratorBase* outer_;
+};
+
+// Points the operands of `iter` into the kernel view for the scope's lifetime, then back
+// at device memory. A CPU loop may have dropped a trailing operand (a scalar it read), so
+// each remaining one is matched by its address on the way back.
+class OperandsOnKernelView {
+ public:
+  explicit OperandsOnKernelView(TensorIteratorBase& iter) : iter_(iter) {
+    for (int arg = 0; arg < iter.ntensors(); ++arg) {
+      void* device_address = iter.data_ptr(arg);
+      void* kernel_address = kernel_pointer(device_address);
+      addresses_.emplace_back(device_address, kernel_address);
+      iter.unsafe_replace_operand(arg, kernel_address);
+    }
+  }
+  ~OperandsOnKernelView() {
+    for (int arg = 0; arg < iter_.ntensors(); ++arg) {
+      for (const auto& [device_address, kernel_address] : addresses_) {
+        if (iter_.data_ptr(arg) == kernel_address) {
+          iter_.unsafe_replace_operand(arg, device_address);
+          break;
+        }
+      }
+    }
+  }
+  OperandsOnKernelView(const OperandsOnKernelView&) = delete;
+  OperandsOnKernelView& operator=(const OperandsOnKernelView&) = delete;
+
+ private:
+  TensorIteratorBase& iter_;
+  c10::SmallVector<std::pair<void*, void*>, 4> addresses_;  // (device, kernel view)
+};
 } // namespace
 
 bool on_kernel_view(const TensorIteratorBase& iter) {
@@ -66,46 +112,12 @@ void launch_on_kernel_view(TensorIteratorBase& iter, std::string_view name,
   if (iter.numel() == 0) {
     return;
   }
-  const c10::Device device = iter.device();
-  const int ntensors = iter.ntensors();
-  c10::SmallVector<std::pair<void*, void*>, 4> device_and_kernel;  // operand addresses
-  for (int arg = 0; arg < ntensors; ++arg) {
-    void* device_address = iter.data_ptr(arg);
-    device_and_kernel.emplace_back(device_address, kernel_pointer(device_address));
-  }
-  // Back to device addresses whatever happens; a CPU loop may have dropped a trailing
-  // operand (a scalar it read), so each remaining one is matched by its address.
-  auto restore = [&] {
-    for (int arg = 0; arg < iter.ntensors(); ++arg) {
-      for (const auto& [device_address, kernel_address] : device_and_kernel) {
-        if (iter.data_ptr(arg) == kernel_address) {
-          iter.unsafe_replace_operand(arg, device_address);
-          break;
-        }
-      }
-    }
-  };
-  const c10::openreg::OpenRegStream stream = c10::openreg::getCurrentOpenRegStream(device.index());
-  try {
-    launch_kernel(stream, name, [&] {
-      for (int arg = 0; arg < ntensors; ++arg) {
-        iter.unsafe_replace_operand(arg, device_and_kernel[arg].second);
-      }
-      const TensorIteratorBase* outer = kernel_view_iterator;
-      kernel_view_iterator = &iter;
-      try {
-        kernel();
-      } catch (...) {
-        kernel_view_iterator = outer;
-        throw;
-      }
-      kernel_view_iterator = outer;
-    });
-  } catch (...) {
-    restore();
-    throw;
-  }
-  restore();
+  // The launch returns once the kernel has run, so the operands can be shifted here.
+  const OperandsOnKernelView shifted(iter);
+  launch_kernel(c10::openreg::getCurrentOpenRegStream(iter.device().index()), name, [&] {
+    const KernelViewIteratorScope scope(iter);  // on the thread that runs the kernel
+    kernel();
+  });
 }
 // DOC END: launch-on-kernel-view
 

@@ -29,10 +29,14 @@ inline void check_device_index(DeviceIndex device);
 
 // Makes `device` current for its lifetime, like c10::DeviceGuard, but sets and restores
 // only when another device is current: usually it is current already, and then the guard
-// costs one query instead of a query, a set and a restore.
+// costs one query instead of a query, a set and a restore. An unnamed device (index -1)
+// leaves the current one alone.
 class CurrentDeviceGuard {
  public:
-  explicit CurrentDeviceGuard(Device device) {
+  CurrentDeviceGuard() = default;
+  explicit CurrentDeviceGuard(Device device) { make_current(device); }
+
+  void make_current(Device device) {
     if (device.index() >= 0 && device.index() != current_device()) {
       guard_.reset_device(device);
     }
