@@ -102,9 +102,52 @@ def test_structured_lane_matches_cpu(op, operands):
     # In place (where the CPU accepts it: a result that casts to `a`'s dtype).
     if op != "div" or a.is_floating_point():
         assert_matches_cpu(lambda x, y: getattr(x, op + "_")(y), a, b)
-    # With a CPU scalar, 0-dim or a Python number: the direct kernel.
+    # With a 0-dim CPU tensor (the direct kernel) and a Python number (the lane's own cast).
     assert_matches_cpu(lambda x: LEAN_OPS[op](x, torch.tensor(3.0)), a)
     assert_matches_cpu(lambda x: LEAN_OPS[op](x, 3), a)
+
+
+# A Python number joins the lane's TensorIterator as a CPU scalar, cast to the
+# computation's dtype as the CPU's iterator casts it, after meta()'s checks (`x - True`
+# is refused as on the CPU); half and bfloat16 kernels read it at full precision. Results
+# must be bit-identical and errors the same, including overflowing casts.
+NUMBERS = [0.5, 1 / 3, 3, -7, True, 2**40, 1e10, 1e300, 1 + 2j]
+NUMBER_OPS = {
+    "mul": lambda a, k: a * k,
+    "add alpha": lambda a, k: torch.add(a, k, alpha=2),
+    "sub": lambda a, k: a - k,
+    "div": lambda a, k: a / k,
+    "rsub": lambda a, k: k - a,
+    "maximum": lambda a, k: torch.maximum(a, torch.tensor(k)) if not isinstance(k, complex) else a,
+    "mul_": lambda a, k: a.mul_(k),
+    "add_": lambda a, k: a.add_(k),
+    "sub_": lambda a, k: a.sub_(k),
+    "div_": lambda a, k: a.div_(k),
+}
+
+
+def first_line(error):
+    return str(error).splitlines()[0].replace("openreg:0", "cpu")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                   torch.int32, torch.uint8, torch.bool, torch.complex64],
+                         ids=str)
+def test_structured_lane_python_numbers_match_cpu(dtype):
+    x = torch.tensor([-3.0, -0.5, 0.0, 1e-3, 2.5, 7.0]).to(dtype)
+    for k in NUMBERS:
+        for name, fn in NUMBER_OPS.items():
+            try:
+                expected = fn(x.clone(), k)
+            except RuntimeError as error:
+                with pytest.raises(RuntimeError) as raised:
+                    fn(x.to(DEV), k)
+                assert first_line(raised.value) == first_line(error), (name, k)
+                continue
+            actual = fn(x.to(DEV), k)
+            assert actual.device.type == DEV, (name, k)
+            torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0, equal_nan=True,
+                                       msg=f"{name} with {k!r}")
 
 
 # The rest of the lane: unary operators, activations and their backward, and the

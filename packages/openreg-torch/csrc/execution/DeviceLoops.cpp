@@ -70,13 +70,17 @@ class KernelViewIteratorScope {
   const TensorIteratorBase* outer_;
 };
 
-// Points the operands of `iter` into the kernel view for the scope's lifetime, then back
-// at device memory. A CPU loop may have dropped a trailing operand (a scalar it read), so
-// each remaining one is matched by its address on the way back.
+// Points the device operands of `iter` into the kernel view for the scope's lifetime,
+// then back at device memory (a CPU scalar operand stays in host memory, which kernels
+// read). A CPU loop may have dropped a trailing operand (a scalar it read), so each
+// remaining one is matched by its address on the way back.
 class OperandsOnKernelView {
  public:
   explicit OperandsOnKernelView(TensorIteratorBase& iter) : iter_(iter) {
     for (int arg = 0; arg < iter.ntensors(); ++arg) {
+      if (iter.device(arg).is_cpu()) {
+        continue;
+      }
       void* device_address = iter.data_ptr(arg);
       void* kernel_address = kernel_pointer(device_address);
       addresses_.emplace_back(device_address, kernel_address);

@@ -12,14 +12,19 @@
 // per-operator work is the CPU's own plus one launch.
 //
 // CPU loops expect what a CPU TensorIterator guarantees: every operand of the common
-// dtype (a CPU iterator makes promoted temporaries, a device one does not) and no CPU
-// operand. A call that does not fit (mixed dtypes, a CPU scalar, a sparse or
-// other-device operand) takes the operator's direct kernel instead (DirectKernel),
-// whose results and errors are those of every other operator.
+// dtype (a CPU iterator makes promoted temporaries, a device one does not). The lane
+// makes the one such temporary that is cheap, a Python number's (`x * 0.5`), as the CPU
+// iterator does (cast_python_numbers). A call that still does not fit (mixed dtypes, a
+// CPU tensor, a sparse or other-device operand) takes the operator's direct kernel
+// instead (DirectKernel), whose results and errors are those of every other operator.
 // DOC END: structured-on-device
 
+#include <ATen/Dispatch.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
+#include <c10/core/DynamicCast.h>
+#include <c10/util/MaybeOwned.h>
 
 #include <optional>
 #include <type_traits>
@@ -35,12 +40,25 @@ namespace at::native::openreg {
 
 namespace structured_detail {
 
-// A tensor argument the lean lane accepts: a dense openreg tensor of `device`.
-inline bool fits(const at::Tensor& tensor, c10::DeviceIndex device) {
-  return tensor.defined() && tensor.device().type() == c10::kPrivateUse1 &&
-         tensor.device().index() == device && tensor.layout() == c10::kStrided;
+// A Python number given for a tensor argument (the 0.5 of `x * 0.5`): PyTorch wraps it
+// in a 0-dim CPU tensor, which a TensorIterator takes as a CPU scalar beside device
+// operands, as on CUDA.
+inline bool is_python_number(const at::TensorBase& tensor) {
+  return tensor.defined() && tensor.unsafeGetTensorImpl()->is_wrapped_number();
 }
-template <typename Value>
+
+// Whether a lane takes Python numbers: the STUB lane does (its TensorIterator reads them
+// in host memory), the alias lane does not (its kernels read kernel-view aliases).
+enum class Numbers { Refused, Accepted };
+
+// A tensor argument a lean lane accepts: a dense openreg tensor of `device`, or a number.
+template <Numbers numbers>
+bool fits(const at::Tensor& tensor, c10::DeviceIndex device) {
+  return (tensor.defined() && tensor.device().type() == c10::kPrivateUse1 &&
+          tensor.device().index() == device && tensor.layout() == c10::kStrided) ||
+         (numbers == Numbers::Accepted && is_python_number(tensor));
+}
+template <Numbers numbers, typename Value>
 bool fits(const Value& /*value*/, c10::DeviceIndex /*device*/) {
   return true;  // scalars, flags
 }
@@ -52,32 +70,82 @@ const at::Tensor& first_tensor(const First& first, const Rest&... /*rest*/) {
   return first;
 }
 
-// The device of a call the lean lanes take (every tensor argument a dense openreg tensor
-// of the first one's device), or nullopt.
-template <typename... Args>
+// The device of a call a lean lane takes (the first argument an openreg tensor, every
+// other tensor argument one of its device or, where accepted, a number), or nullopt.
+template <Numbers numbers, typename... Args>
 std::optional<c10::Device> lane_device(const Args&... args) {
-  const c10::Device device = first_tensor(args...).device();
-  if ((fits(args, device.index()) && ...)) {
-    return device;
+  const at::Tensor& first = first_tensor(args...);
+  if (first.defined() && first.device().type() == c10::kPrivateUse1 &&
+      (fits<numbers>(args, first.device().index()) && ...)) {
+    return first.device();
   }
   return std::nullopt;
 }
 
-// Whether PyTorch's CPU loops may run over `iter`: every operand an openreg tensor (meta()
-// may add CPU scalars of its own) of the common dtype.
+// Whether PyTorch's CPU loops may run over `iter`: every operand of the common dtype, an
+// openreg tensor or a CPU scalar (TensorIterator admits CPU operands only as scalars;
+// the loop reads them in host memory).
 inline bool cpu_loops_fit(const TensorIteratorBase& iter) {
   for (int arg = 0; arg < iter.ntensors(); ++arg) {
     if (iter.dtype(arg) != iter.common_dtype() ||
-        iter.device(arg).type() != c10::kPrivateUse1) {
+        (iter.device(arg).type() != c10::kPrivateUse1 && !iter.device(arg).is_cpu())) {
       return false;
     }
   }
   return true;
 }
 
+// The dtypes cast_python_numbers converts a number to (the standard ones).
+inline bool castable(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kBool: case c10::kByte: case c10::kChar: case c10::kShort: case c10::kInt:
+    case c10::kLong: case c10::kHalf: case c10::kBFloat16: case c10::kFloat:
+    case c10::kDouble: case c10::kComplexHalf: case c10::kComplexFloat:
+    case c10::kComplexDouble:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// DOC START: cast-python-numbers
+// CpuStructured with the step of a CPU TensorIterator's build that a device one skips,
+// for Python numbers (see cast_python_numbers).
+template <typename CpuStructured>
+class WithNumbersCast : public CpuStructured {
+ public:
+  // After meta(), as PyTorch's compute_types does for a CPU iterator that promotes its
+  // inputs (the binary operators'): a number of another dtype than the computation's
+  // becomes a temporary of that dtype (the CPU's conversion, c10::fetch_and_cast), the
+  // number itself kept as the operand's original, which the half and bfloat16 kernels
+  // read at full precision. Run after meta()'s own checks, which see the number as given.
+  void cast_python_numbers() {
+    const c10::ScalarType dtype = this->common_dtype_;
+    for (OperandInfo& operand : this->operands_) {
+      if (operand.is_output || operand.current_dtype == dtype || !castable(dtype) ||
+          !is_python_number(operand.tensor_base())) {
+        continue;  // a number of another dtype left as it is takes the direct kernel
+      }
+      at::Tensor cast = at::detail::empty_cpu({}, dtype);
+      const TensorBase& number = operand.tensor_base();
+      AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND4(
+          c10::kBool, c10::kHalf, c10::kBFloat16, c10::kComplexHalf, dtype,
+          "openreg_cast_python_number", [&] {
+            *cast.mutable_data_ptr<scalar_t>() =
+                c10::fetch_and_cast<scalar_t>(number.scalar_type(), number.const_data_ptr());
+          });
+      operand.data = cast.mutable_data_ptr();
+      operand.exchange_tensor(c10::MaybeOwned<TensorBase>::owned(std::move(cast)));
+      operand.current_dtype = dtype;
+      operand.target_dtype = dtype;
+    }
+  }
+};
+// DOC END: cast-python-numbers
+
 // The output of an out-of-place call: a fresh device tensor, allocated when meta() asks.
 template <typename CpuStructured>
-class Functional final : public CpuStructured {
+class Functional final : public WithNumbersCast<CpuStructured> {
  public:
   void set_output_strided(int64_t index, c10::IntArrayRef sizes, c10::IntArrayRef strides,
                           c10::TensorOptions options) override {
@@ -103,7 +171,7 @@ class Functional final : public CpuStructured {
 // The output of an in-place call: `self`, which must already have the result's shape
 // and dtype (the checks and messages of PyTorch's in-place structured kernels).
 template <typename CpuStructured>
-class InPlace final : public CpuStructured {
+class InPlace final : public WithNumbersCast<CpuStructured> {
  public:
   explicit InPlace(at::Tensor& self) : self_(self) {}
 
@@ -138,10 +206,11 @@ template <typename Op, typename CpuStructured, typename... Args>
 struct StructuredOnDevice<Op, CpuStructured, at::Tensor(Args...)> {
   static at::Tensor call(Args... args) {
     namespace detail = structured_detail;
-    if (const std::optional<c10::Device> device = detail::lane_device(args...)) {
+    if (const auto device = detail::lane_device<detail::Numbers::Accepted>(args...)) {
       const c10::openreg::CurrentDeviceGuard guard(*device);
       detail::Functional<CpuStructured> op;
       op.meta(args...);
+      op.cast_python_numbers();
       if (detail::cpu_loops_fit(op)) {
         launch_on_kernel_view(op, Op::name, [&] { op.impl(args..., op.output_); });
         return std::move(op.output_);
@@ -155,10 +224,11 @@ template <typename Op, typename CpuStructured, typename... Rest>
 struct StructuredOnDevice<Op, CpuStructured, at::Tensor&(at::Tensor&, Rest...)> {
   static at::Tensor& call(at::Tensor& self, Rest... rest) {
     namespace detail = structured_detail;
-    if (const std::optional<c10::Device> device = detail::lane_device(self, rest...)) {
+    if (const auto device = detail::lane_device<detail::Numbers::Accepted>(self, rest...)) {
       const c10::openreg::CurrentDeviceGuard guard(*device);
       detail::InPlace<CpuStructured> op(self);
       op.meta(self, rest...);
+      op.cast_python_numbers();
       if (detail::cpu_loops_fit(op)) {
         launch_on_kernel_view(op, Op::name, [&] { op.impl(self, rest..., self); });
         return self;
@@ -186,7 +256,7 @@ struct StructuredOnAliases<Op, CpuStructured, at::Tensor(Args...)> {
 
   static at::Tensor call(Args... args) {
     namespace detail = structured_detail;
-    if (const std::optional<c10::Device> device = detail::lane_device(args...)) {
+    if (const auto device = detail::lane_device<detail::Numbers::Refused>(args...)) {
       const c10::openreg::CurrentDeviceGuard guard(*device);
       detail::Functional<CpuStructured> op;
       op.meta(args...);
