@@ -159,6 +159,7 @@ LANE_OTHERS = {
     "tanh_backward": lambda a, b: torch.ops.aten.tanh_backward(a, b),
     "sigmoid_backward": lambda a, b: torch.ops.aten.sigmoid_backward(a, b),
     "silu": lambda a, b: F.silu(a),
+    "relu": lambda a, b: F.relu(a) + b.t().relu_().t(),
     "silu_backward": lambda a, b: torch.ops.aten.silu_backward(a, b),
     "threshold_backward": lambda a, b: torch.ops.aten.threshold_backward(a, b, 0.25),
     "addcmul_": lambda a, b: a.addcmul_(b, b, value=0.5),
@@ -183,6 +184,23 @@ def test_structured_lane_other_ops_match_cpu(op, dtype):
     a, b = torch.randn(3, 7).to(dtype), torch.randn(3, 7).to(dtype)
     assert_matches_cpu(LANE_OTHERS[op], a, b)
     assert_matches_cpu(LANE_OTHERS[op], a[:, :1].expand(3, 7).contiguous(), b[0])  # broadcast
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.uint8,
+                                   torch.bool], ids=str)
+def test_structured_lane_relu_matches_cpu(dtype):
+    # relu is clamp_min(x, 0) in the lane, as on the CPU: NaN kept, -0.0 kept, integers
+    # clamped in their own dtype, bool refused with the CPU's message.
+    x = torch.tensor([-3.0, -0.0, 0.0, 2.5, float("nan"), float("inf"), -float("inf"), 7.0])
+    x = x.to(dtype) if dtype.is_floating_point else torch.arange(-4, 4).to(dtype)
+    if dtype == torch.bool:
+        for device in ("cpu", DEV):
+            with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+                torch.relu(x.to(device))
+        return
+    for fn in (torch.relu, lambda t: t.relu_(), lambda t: t[::2].relu_()):
+        expected, actual = assert_matches_cpu(fn, x, rtol=0, atol=0, equal_nan=True)
+        assert torch.equal(actual.cpu().signbit(), expected.signbit())  # -0.0 kept
 
 
 # Structured kernels that read their tensors themselves run on kernel-view aliases.

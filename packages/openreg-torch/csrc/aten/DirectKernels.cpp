@@ -15,6 +15,7 @@
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/Lerp.h>
 #include <ATen/native/PointwiseOps.h>
+#include <ATen/native/TensorCompare.h>
 #include <ATen/native/UnaryOps.h>
 #include <ATen/ops/_log_softmax_backward_data_native.h>
 #include <ATen/ops/_log_softmax_native.h>
@@ -51,6 +52,7 @@
 
 #include "aten/DirectKernels.h"
 #include "aten/OperatorRoutes.h"
+#include "aten/native/Activation.h"
 #include "aten/native/StructuredOnDevice.h"
 #include "execution/RunOnDevice.h"
 
@@ -75,7 +77,10 @@ void impl(torch::Library& library) {
 // The lean lanes (aten/native/StructuredOnDevice.h) of operator Op, through the CPU's
 // structured class CpuStructured: a TensorIterator kernel whose impl() only calls its
 // STUB (the STUBs are registered at the end of this file), or a kernel whose impl() reads
-// its tensor arguments (run on their kernel-view aliases).
+// its tensor arguments (run on their kernel-view aliases). Not gelu: for contiguous
+// float32 and bfloat16 tensors the CPU's gelu runs oneDNN's kernel, whose results differ
+// from the STUB's in the last bits (gelu(inf) is nan there); its direct kernel runs the
+// CPU's impl() on CPU aliases, which takes the same branch as on the CPU.
 template <typename Operator, typename CpuStructured>
 struct StubLane {
   using Op = Operator;
@@ -128,6 +133,8 @@ size_t register_structured_ops(torch::Library& library) {
       StubLane<ops::silu, cpu::structured_silu_out>,
       StubLane<ops::silu_backward, cpu::structured_silu_backward_out>,
       StubLane<ops::threshold_backward, cpu::structured_threshold_backward_out>,
+      StubLane<ops::relu, at::native::openreg::ReluAsClampMin>,
+      StubLane<ops::relu_, at::native::openreg::ReluAsClampMin>,
       // optimizer updates
       StubLane<ops::addcmul_, cpu::structured_addcmul_out>,
       StubLane<ops::addcdiv_, cpu::structured_addcdiv_out>,
@@ -163,7 +170,8 @@ size_t register_hot_ops(torch::Library& library) {
       ops::fill__Scalar, ops::zero_, ops::masked_fill__Scalar,
       ops::index_select,
       // activations, losses, normalisation, and their backward
-      ops::relu, ops::relu_, ops::gelu, ops::gelu_backward, ops::nll_loss_forward, ops::nll_loss_backward, ops::native_layer_norm,
+      ops::gelu, ops::gelu_backward, ops::nll_loss_forward, ops::nll_loss_backward,
+      ops::native_layer_norm,
       ops::native_layer_norm_backward>(library);
 }
 // DOC END: direct-kernel-list
@@ -203,6 +211,7 @@ OPENREG_STUB_ON_KERNEL_VIEW(sigmoid_backward_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(silu_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(silu_backward_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(threshold_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(clamp_min_scalar_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(addcmul_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(addcdiv_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(lerp_kernel_scalar_weight)
