@@ -203,6 +203,38 @@ def test_structured_lane_relu_matches_cpu(dtype):
         assert torch.equal(actual.cpu().signbit(), expected.signbit())  # -0.0 kept
 
 
+COMPARISON_OTHERS = {
+    "zero": lambda t: 0, "half": lambda t: 0.5, "nan": lambda t: float("nan"),
+    "complex": lambda t: 1 + 1j, "same dtype": lambda t: t.flip(0),
+    "broadcast": lambda t: t[:1], "0-dim CPU": lambda t: torch.tensor(0.5),
+    "integers": lambda t: torch.arange(6).to(t.device),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.bool,
+                                   torch.complex64], ids=str)
+def test_structured_lane_comparisons_match_cpu(dtype):
+    # Comparisons write bool outputs from inputs of the common dtype; in place they write
+    # self's dtype. Numbers are cast as for arithmetic, mixed dtypes take the direct kernel.
+    x = torch.tensor([-3.0, -0.0, 0.0, 0.5, float("nan"), float("inf")]).to(dtype)
+    for name, other in COMPARISON_OTHERS.items():
+        for op in ("eq", "ne", "lt", "le", "gt", "ge"):
+            for fn in (getattr(torch, op), lambda t, k: getattr(t, op + "_")(k)):
+                try:
+                    expected = fn(x.clone(), other(x))
+                except RuntimeError as error:
+                    with pytest.raises(RuntimeError) as raised:
+                        device_x = x.to(DEV)
+                        fn(device_x.clone(), other(device_x))
+                    assert first_line(raised.value) == first_line(error), (op, name)
+                    continue
+                device_x = x.to(DEV)
+                actual = fn(device_x.clone(), other(device_x))
+                assert actual.device.type == DEV, (op, name)
+                torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0,
+                                           equal_nan=True, msg=f"{op} with {name}")
+
+
 # Structured kernels that read their tensors themselves run on kernel-view aliases.
 ALIAS_LANE = {
     "mm of one tensor": lambda a, b: a @ a,

@@ -29,13 +29,19 @@
 #include <ATen/ops/baddbmm_native.h>
 #include <ATen/ops/bmm_native.h>
 #include <ATen/ops/div_native.h>
+#include <ATen/ops/eq_native.h>
 #include <ATen/ops/exp_native.h>
+#include <ATen/ops/ge_native.h>
+#include <ATen/ops/gt_native.h>
+#include <ATen/ops/le_native.h>
 #include <ATen/ops/lerp_native.h>
 #include <ATen/ops/log_native.h>
+#include <ATen/ops/lt_native.h>
 #include <ATen/ops/maximum_native.h>
 #include <ATen/ops/mean_native.h>
 #include <ATen/ops/mm_native.h>
 #include <ATen/ops/mul_native.h>
+#include <ATen/ops/ne_native.h>
 #include <ATen/ops/neg_native.h>
 #include <ATen/ops/rsqrt_native.h>
 #include <ATen/ops/sigmoid_backward_native.h>
@@ -81,11 +87,17 @@ void impl(torch::Library& library) {
 // float32 and bfloat16 tensors the CPU's gelu runs oneDNN's kernel, whose results differ
 // from the STUB's in the last bits (gelu(inf) is nan there); its direct kernel runs the
 // CPU's impl() on CPU aliases, which takes the same branch as on the CPU.
-template <typename Operator, typename CpuStructured>
+template <typename Operator, typename CpuStructured,
+          auto outputs = at::native::openreg::structured_detail::Outputs::CommonDtype>
 struct StubLane {
   using Op = Operator;
-  using Kernel = at::native::openreg::StructuredOnDevice<Op, CpuStructured>;
+  using Kernel = at::native::openreg::StructuredOnDevice<Op, CpuStructured, outputs>;
 };
+// Comparisons: their CPU loops write bool outputs from inputs of the common dtype.
+template <typename Operator, typename CpuStructured>
+using ComparisonLane =
+    StubLane<Operator, CpuStructured,
+             at::native::openreg::structured_detail::Outputs::BoolOrCommonDtype>;
 template <typename Operator, typename CpuStructured>
 struct AliasLane {
   using Op = Operator;
@@ -120,6 +132,19 @@ size_t register_structured_ops(torch::Library& library) {
       StubLane<ops::div_Tensor, cpu::structured_div_out>,
       StubLane<ops::div__Tensor, cpu::structured_div_out>,
       StubLane<ops::maximum, cpu::structured_maximum_out>,
+      // comparisons
+      ComparisonLane<ops::eq_Tensor, cpu::structured_eq_Tensor_out>,
+      ComparisonLane<ops::eq_Scalar, cpu::structured_eq_Scalar_out>,
+      ComparisonLane<ops::ne_Tensor, cpu::structured_ne_Tensor_out>,
+      ComparisonLane<ops::ne_Scalar, cpu::structured_ne_Scalar_out>,
+      ComparisonLane<ops::lt_Tensor, cpu::structured_lt_Tensor_out>,
+      ComparisonLane<ops::lt_Scalar, cpu::structured_lt_Scalar_out>,
+      ComparisonLane<ops::le_Tensor, cpu::structured_le_Tensor_out>,
+      ComparisonLane<ops::le_Scalar, cpu::structured_le_Scalar_out>,
+      ComparisonLane<ops::gt_Tensor, cpu::structured_gt_Tensor_out>,
+      ComparisonLane<ops::gt_Scalar, cpu::structured_gt_Scalar_out>,
+      ComparisonLane<ops::ge_Tensor, cpu::structured_ge_Tensor_out>,
+      ComparisonLane<ops::ge_Scalar, cpu::structured_ge_Scalar_out>,
       // unary, activations and their backward
       StubLane<ops::neg, cpu::structured_neg_out>,
       StubLane<ops::exp, cpu::structured_exp_out>,
@@ -166,7 +191,7 @@ size_t register_hot_ops(torch::Library& library) {
   namespace ops = at::_ops;
   return impl_all<
       // arithmetic, functional and in place (more in register_structured_ops)
-      ops::pow_Tensor_Scalar, ops::clamp_min, ops::where_self, ops::eq_Scalar,
+      ops::pow_Tensor_Scalar, ops::clamp_min, ops::where_self,
       ops::fill__Scalar, ops::zero_, ops::masked_fill__Scalar,
       ops::index_select,
       // activations, losses, normalisation, and their backward
@@ -199,6 +224,12 @@ OPENREG_STUB_ON_KERNEL_VIEW(add_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(mul_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(div_true_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(maximum_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(eq_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(ne_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(lt_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(le_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(gt_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(ge_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(neg_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(exp_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(log_stub)

@@ -82,12 +82,19 @@ std::optional<c10::Device> lane_device(const Args&... args) {
   return std::nullopt;
 }
 
-// Whether PyTorch's CPU loops may run over `iter`: every operand of the common dtype, an
+// The outputs a lane's CPU loops write: of the computation's dtype (arithmetic, whose CPU
+// iterator would write another dtype through a temporary), or also bool (comparisons,
+// whose CPU loops write bool results themselves).
+enum class Outputs { CommonDtype, BoolOrCommonDtype };
+
+// Whether PyTorch's CPU loops may run over `iter`: every input of the common dtype, an
 // openreg tensor or a CPU scalar (TensorIterator admits CPU operands only as scalars;
-// the loop reads them in host memory).
-inline bool cpu_loops_fit(const TensorIteratorBase& iter) {
+// the loop reads them in host memory), and every output as `outputs` allows.
+inline bool cpu_loops_fit(const TensorIteratorBase& iter, Outputs outputs) {
   for (int arg = 0; arg < iter.ntensors(); ++arg) {
-    if (iter.dtype(arg) != iter.common_dtype() ||
+    const bool bool_output = arg < iter.noutputs() && iter.dtype(arg) == c10::kBool &&
+                             outputs == Outputs::BoolOrCommonDtype;
+    if ((iter.dtype(arg) != iter.common_dtype() && !bool_output) ||
         (iter.device(arg).type() != c10::kPrivateUse1 && !iter.device(arg).is_cpu())) {
       return false;
     }
@@ -199,11 +206,14 @@ class InPlace final : public WithNumbersCast<CpuStructured> {
 
 // The kernel of operator Op (at::_ops::<op>, a functional or in-place overload) through
 // CpuStructured (at::native::structured_<op>_out), falling back to DirectKernel<Op>.
-template <typename Op, typename CpuStructured, typename Schema = typename Op::schema>
+template <typename Op, typename CpuStructured,
+          structured_detail::Outputs outputs = structured_detail::Outputs::CommonDtype,
+          typename Schema = typename Op::schema>
 struct StructuredOnDevice;
 
-template <typename Op, typename CpuStructured, typename... Args>
-struct StructuredOnDevice<Op, CpuStructured, at::Tensor(Args...)> {
+template <typename Op, typename CpuStructured, structured_detail::Outputs outputs,
+          typename... Args>
+struct StructuredOnDevice<Op, CpuStructured, outputs, at::Tensor(Args...)> {
   static at::Tensor call(Args... args) {
     namespace detail = structured_detail;
     if (const auto device = detail::lane_device<detail::Numbers::Accepted>(args...)) {
@@ -211,7 +221,7 @@ struct StructuredOnDevice<Op, CpuStructured, at::Tensor(Args...)> {
       detail::Functional<CpuStructured> op;
       op.meta(args...);
       op.cast_python_numbers();
-      if (detail::cpu_loops_fit(op)) {
+      if (detail::cpu_loops_fit(op, outputs)) {
         launch_on_kernel_view(op, Op::name, [&] { op.impl(args..., op.output_); });
         return std::move(op.output_);
       }
@@ -220,8 +230,9 @@ struct StructuredOnDevice<Op, CpuStructured, at::Tensor(Args...)> {
   }
 };
 
-template <typename Op, typename CpuStructured, typename... Rest>
-struct StructuredOnDevice<Op, CpuStructured, at::Tensor&(at::Tensor&, Rest...)> {
+template <typename Op, typename CpuStructured, structured_detail::Outputs outputs,
+          typename... Rest>
+struct StructuredOnDevice<Op, CpuStructured, outputs, at::Tensor&(at::Tensor&, Rest...)> {
   static at::Tensor& call(at::Tensor& self, Rest... rest) {
     namespace detail = structured_detail;
     if (const auto device = detail::lane_device<detail::Numbers::Accepted>(self, rest...)) {
@@ -229,7 +240,7 @@ struct StructuredOnDevice<Op, CpuStructured, at::Tensor&(at::Tensor&, Rest...)> 
       detail::InPlace<CpuStructured> op(self);
       op.meta(self, rest...);
       op.cast_python_numbers();
-      if (detail::cpu_loops_fit(op)) {
+      if (detail::cpu_loops_fit(op, outputs)) {
         launch_on_kernel_view(op, Op::name, [&] { op.impl(self, rest..., self); });
         return self;
       }
