@@ -166,6 +166,9 @@ LANE_OTHERS = {
     "addcdiv_": lambda a, b: a.addcdiv_(b, b.abs() + 1, value=-2),
     "lerp_ scalar": lambda a, b: a.lerp_(b, 0.3),
     "lerp_ tensor": lambda a, b: a.lerp_(b, torch.full_like(b, 0.7)),
+    "functional updates": lambda a, b: torch.addcmul(a, b, b, value=0.5)
+    + torch.addcdiv(a, b, b.abs() + 1, value=-2) + torch.lerp(a, b, 0.3)
+    + torch.lerp(a, b, torch.full_like(b, 0.7)),
 }
 LANE_DTYPES = [torch.float32, torch.float64, torch.bfloat16]
 

@@ -165,6 +165,10 @@ size_t register_structured_ops(torch::Library& library) {
       StubLane<ops::addcdiv_, cpu::structured_addcdiv_out>,
       StubLane<ops::lerp__Scalar, cpu::structured_lerp_Scalar>,
       StubLane<ops::lerp__Tensor, cpu::structured_lerp_Tensor>,
+      StubLane<ops::addcmul, cpu::structured_addcmul_out>,
+      StubLane<ops::addcdiv, cpu::structured_addcdiv_out>,
+      StubLane<ops::lerp_Scalar, cpu::structured_lerp_Scalar>,
+      StubLane<ops::lerp_Tensor, cpu::structured_lerp_Tensor>,
       // matrix products, softmax and reductions
       AliasLane<ops::mm, cpu::structured_mm_out_cpu>,
       AliasLane<ops::addmm, cpu::structured_addmm_out_cpu>,
