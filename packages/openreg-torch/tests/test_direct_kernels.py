@@ -118,7 +118,7 @@ NUMBER_OPS = {
     "sub": lambda a, k: a - k,
     "div": lambda a, k: a / k,
     "rsub": lambda a, k: k - a,
-    "maximum": lambda a, k: torch.maximum(a, torch.tensor(k)) if not isinstance(k, complex) else a,
+    "maximum": lambda a, k: torch.maximum(a, torch.tensor(k)),  # a 0-dim CPU tensor
     "mul_": lambda a, k: a.mul_(k),
     "add_": lambda a, k: a.add_(k),
     "sub_": lambda a, k: a.sub_(k),

@@ -87,17 +87,15 @@ void impl(torch::Library& library) {
 // float32 and bfloat16 tensors the CPU's gelu runs oneDNN's kernel, whose results differ
 // from the STUB's in the last bits (gelu(inf) is nan there); its direct kernel runs the
 // CPU's impl() on CPU aliases, which takes the same branch as on the CPU.
-template <typename Operator, typename CpuStructured,
-          auto outputs = at::native::openreg::structured_detail::Outputs::CommonDtype>
+using at::native::openreg::structured_detail::Outputs;
+template <typename Operator, typename CpuStructured, Outputs outputs = Outputs::CommonDtype>
 struct StubLane {
   using Op = Operator;
   using Kernel = at::native::openreg::StructuredOnDevice<Op, CpuStructured, outputs>;
 };
 // Comparisons: their CPU loops write bool outputs from inputs of the common dtype.
 template <typename Operator, typename CpuStructured>
-using ComparisonLane =
-    StubLane<Operator, CpuStructured,
-             at::native::openreg::structured_detail::Outputs::BoolOrCommonDtype>;
+using ComparisonLane = StubLane<Operator, CpuStructured, Outputs::BoolOrCommonDtype>;
 template <typename Operator, typename CpuStructured>
 struct AliasLane {
   using Op = Operator;

@@ -90,7 +90,6 @@ void DeviceCall::use_device(c10::Device device) {
   guard_.make_current(device);
 }
 
-
 at::Tensor DeviceCall::alias(const at::Tensor& original) {
   return make_alias(original, /*output=*/false);
 }

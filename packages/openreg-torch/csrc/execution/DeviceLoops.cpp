@@ -4,21 +4,23 @@
 
 #include "execution/DeviceCall.h"
 #include "execution/KernelView.h"
-#include "runtime/OpenRegException.h"
 
 namespace at::native::openreg {
 namespace {
 
-// How far the kernel view of an operand's memory is from its device view. Zero for a
-// CPU scalar operand (TensorIterator lets one join a device computation).
+// Where a CPU loop reads operand `arg` of `iter`: the kernel view of its device memory,
+// or, for a CPU scalar operand (TensorIterator lets one join a device computation), its
+// host memory as it is.
+void* kernel_address(const TensorIteratorBase& iter, int arg) {
+  void* address = iter.data_ptr(arg);
+  return iter.device(arg).is_cpu() ? address : kernel_pointer(address);
+}
+
+// How far the kernel view of an operand's memory is from its device view (zero for a
+// CPU scalar operand).
 std::ptrdiff_t kernel_view_shift(const TensorIteratorBase& iter, int arg) {
-  if (iter.device(arg).is_cpu()) {
-    return 0;
-  }
-  const void* device_address = iter.data_ptr(arg);
-  void* kernel_address = nullptr;
-  OPENREG_CHECK(orGetKernelPointer(&kernel_address, device_address));
-  return static_cast<char*>(kernel_address) - static_cast<const char*>(device_address);
+  return static_cast<char*>(kernel_address(iter, arg)) -
+         static_cast<char*>(iter.data_ptr(arg));
 }
 
 } // namespace
@@ -78,13 +80,12 @@ class OperandsOnKernelView {
  public:
   explicit OperandsOnKernelView(TensorIteratorBase& iter) : iter_(iter) {
     for (int arg = 0; arg < iter.ntensors(); ++arg) {
-      if (iter.device(arg).is_cpu()) {
-        continue;
-      }
       void* device_address = iter.data_ptr(arg);
-      void* kernel_address = kernel_pointer(device_address);
-      addresses_.emplace_back(device_address, kernel_address);
-      iter.unsafe_replace_operand(arg, kernel_address);
+      void* kernel = kernel_address(iter, arg);
+      if (kernel != device_address) {  // a CPU scalar stays as it is
+        addresses_.emplace_back(device_address, kernel);
+        iter.unsafe_replace_operand(arg, kernel);
+      }
     }
   }
   ~OperandsOnKernelView() {

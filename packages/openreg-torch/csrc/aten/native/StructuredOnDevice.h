@@ -128,10 +128,13 @@ class WithNumbersCast : public CpuStructured {
   // read at full precision. Run after meta()'s own checks, which see the number as given.
   void cast_python_numbers() {
     const c10::ScalarType dtype = this->common_dtype_;
+    if (!castable(dtype)) {
+      return;  // a number of another dtype left as it is takes the direct kernel
+    }
     for (OperandInfo& operand : this->operands_) {
-      if (operand.is_output || operand.current_dtype == dtype || !castable(dtype) ||
+      if (operand.is_output || operand.current_dtype == dtype ||
           !is_python_number(operand.tensor_base())) {
-        continue;  // a number of another dtype left as it is takes the direct kernel
+        continue;
       }
       at::Tensor cast = at::detail::empty_cpu({}, dtype);
       const TensorBase& number = operand.tensor_base();
