@@ -58,6 +58,10 @@ class _Worker:
     def __init__(self, autoload: bool, log_dir: str) -> None:
         self.name = "autoload=" + ("1" if autoload else "0")
         env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="1" if autoload else "0")
+        # MKL's GEMM results depend on the buffers' alignment unless its conditional numerical
+        # reproducibility is on: without it, 2 of 40 CPU-only processes (openreg not loaded)
+        # gave a different first-layer gradient under load, which failed the bit-for-bit check.
+        env.setdefault("MKL_CBWR", "AUTO")
         self.log = Path(log_dir) / f"{self.name}.log"
         with self.log.open("w") as err:
             self.proc = subprocess.Popen(

@@ -283,6 +283,9 @@ def main(argv=None) -> int:
               + (f"; {missing} workload(s) without a ratio" if missing else ""))
     print(f"correctness: {'all passed' if all_correct else 'FAILED'}; "
           f"total {time.perf_counter() - t_start:.1f} s")
+    for r in records:  # what failed, where a CI log shows it (the JSON may not survive)
+        if r.get("mismatch"):
+            print(f"{r['name']} differs from the CPU: {r['mismatch']}")
 
     result = {
         "timestamp": started.isoformat(),

@@ -6,7 +6,8 @@ same exit code, identical stdout and no stderr line (warnings included, `-W defa
 that the run without openreg did not print. Run: `pytest tests/do_no_harm`.
 
 The environment policy is explicit (`_environment`): the caller's environment minus
-TORCH_DEVICE_BACKEND_AUTOLOAD and PYTHONWARNINGS, a fixed PYTHONHASHSEED, and per run
+TORCH_DEVICE_BACKEND_AUTOLOAD and PYTHONWARNINGS, a fixed PYTHONHASHSEED, MKL's
+reproducible mode (MKL_CBWR=AUTO, unless set), and per run
 its own Inductor cache under pytest's tmp dir (so each run compiles for itself) with
 one compile thread (no worker pool to start). The two runs go in parallel.
 """
@@ -39,6 +40,9 @@ def _environment(mode: str, tmp_path: Path, port: int) -> dict[str, str]:
     if mode == PLAIN:
         env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     env["PYTHONHASHSEED"] = "0"
+    # The CPU's own run-to-run variation is taken out of both runs alike: MKL's GEMM results
+    # depend on the buffers' alignment (heap layout) unless its reproducibility mode is on.
+    env.setdefault("MKL_CBWR", "AUTO")
     env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / mode / "inductor")
     env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
     env["DO_NO_HARM_PORT"] = str(port)
