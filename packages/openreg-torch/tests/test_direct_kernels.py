@@ -13,7 +13,8 @@ DEV = "openreg"
 
 def test_hot_ops_have_direct_kernels():
     for op in ["aten::add.Tensor", "aten::add_.Tensor", "aten::mm", "aten::addcmul_",
-               "aten::native_layer_norm", "aten::nll_loss_forward"]:
+               "aten::native_layer_norm", "aten::nll_loss_forward", "aten::cat",
+               "aten::topk", "aten::max.dim", "aten::clamp", "aten::pow.Tensor_Scalar"]:
         assert openreg_torch.fallback.route_of(op) == "direct kernel", op
 
 
@@ -260,6 +261,94 @@ def test_structured_alias_lane_matches_cpu(case, dtype):
     a, b = torch.randn(5, 5).to(dtype), torch.randn(5, 5).to(dtype)
     assert_matches_cpu(ALIAS_LANE[case], a, b)
     assert_matches_cpu(ALIAS_LANE[case], a.t(), b.flip(1).t())  # transposed
+
+
+# The alias lane's reductions, scans, selections and cat: results (values, dtype, strides,
+# NaN and -0.0 included) and errors as the CPU's, over dtypes, dims and edge shapes.
+ALIAS_LANE_MORE = {
+    "argmax/argmin": lambda x, d: (x.argmax(d), x.argmin(d, keepdim=True), x.argmax()),
+    "any/all": lambda x, d: (x.any(d), x.all(d, keepdim=True), x.any(), x.all(),
+                             torch.any(x, dim=(d,))),
+    "amin/aminmax": lambda x, d: (x.amin(d), torch.aminmax(x, dim=d, keepdim=True)),
+    "max/min dim": lambda x, d: (tuple(x.max(d)), tuple(x.min(d, keepdim=True))),
+    "cumsum/cumprod/prod": lambda x, d: (x.cumsum(d), x.cumsum(d, dtype=torch.float64),
+                                         x.cumprod(d), x.prod(d, keepdim=True)),
+    "vector_norm": lambda x, d: (torch.linalg.vector_norm(x, 2, d),
+                                 torch.linalg.vector_norm(x, float("inf"), d, True),
+                                 torch.linalg.vector_norm(x, dtype=torch.float64)),
+    "topk/sort": lambda x, d: (tuple(x.topk(1, d)), tuple(x.topk(2, d, largest=False)),
+                               tuple(x.sort(d, stable=True, descending=True))),
+    "gather": lambda x, d: torch.gather(x, d, torch.zeros_like(x, dtype=torch.long)),
+    "cat/stack": lambda x, d: (torch.cat([x, x, x.contiguous()], d), torch.stack([x, x], d),
+                               torch.cat([torch.empty(0, dtype=x.dtype, device=x.device), x])),
+}
+
+
+def outcome(fn, *args):
+    """What fn(*args) gives: its result on the CPU, or its error's first line."""
+    try:
+        result = fn(*args)
+    except (RuntimeError, IndexError, ValueError, TypeError) as error:
+        return first_line(error)
+    return torch.utils._pytree.tree_map(
+        lambda t: t.cpu() if isinstance(t, torch.Tensor) else t, result)
+
+
+def assert_same_outcome(fn, *args):
+    expected = outcome(fn, *args)
+    actual = outcome(fn, *[a.to(DEV) if isinstance(a, torch.Tensor) else a for a in args])
+    if isinstance(expected, str) or isinstance(actual, str):
+        assert actual == expected
+    else:
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+        strides = torch.utils._pytree.tree_map(
+            lambda t: t.stride() if isinstance(t, torch.Tensor) else t, (actual, expected))
+        assert strides[0] == strides[1]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool],
+                         ids=str)
+@pytest.mark.parametrize("case", sorted(ALIAS_LANE_MORE))
+def test_structured_alias_lane_reductions_and_selections_match_cpu(case, dtype):
+    x = torch.randn(6, 5) * 3
+    x[1, 2], x[4, 0], x[0, 1] = float("nan"), float("-inf"), -0.0
+    x = x.to(dtype)
+    for tensor in (x, x.t(), x[:, :0], x[0, 0]):  # strided, empty, 0-dim
+        for dim in (0, -1, 2):  # 2 is out of range for each of them
+            assert_same_outcome(ALIAS_LANE_MORE[case], tensor, dim)
+
+
+def test_nll_loss_lane_matches_cpu_with_weights_and_ignored_targets():
+    logits = torch.randn(8, 5, requires_grad=True)
+    target = torch.tensor([0, 4, -100, 2, 2, 1, -100, 3])
+    weight = torch.rand(5)
+    for reduction in ("mean", "sum", "none"):
+        loss = lambda x, t, w: F.cross_entropy(x, t, w, reduction=reduction).exp().sum()
+        cpu_result, device_result = assert_matches_cpu(loss, logits, target, weight)
+        cpu_result.backward()
+        device_result.backward()
+    assert_same_outcome(lambda x, t: F.nll_loss(x, t), logits.detach(), target + 100)
+    with pytest.raises(RuntimeError, match="openreg:0 and cpu|cpu and openreg:0"):
+        F.nll_loss(logits.detach().to(DEV), target.to(DEV), weight)  # a CPU weight
+
+
+CLAMP_BOUNDS = [None, 0, -1.5, float("nan"), float("inf"), True, 1e300, 1j]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int32, torch.uint8],
+                         ids=str)
+def test_structured_lane_clamp_and_pow_match_cpu(dtype):
+    x = (torch.randn(4, 5) * 4).to(dtype)
+    for tensor in (x, x.t(), x[:0]):  # an empty tensor still checks its bounds
+        for low in CLAMP_BOUNDS:
+            for high in CLAMP_BOUNDS:
+                assert_same_outcome(lambda t: torch.clamp(t, low, high), tensor)
+                assert_same_outcome(lambda t: t.clone().clamp_(low, high), tensor)
+            if low is not None:  # NaN bounds fill through the dispatcher: direct kernel
+                assert_same_outcome(lambda t: (t.clamp_min(low), t.clamp_max(low)), tensor)
+                assert_same_outcome(lambda t: t.clone().clamp_max_(low).clamp_min_(0), tensor)
+        for exponent in (0, 1, 2, -1, 0.5, 3.0, True, False, 1j):  # 0 and 1: direct kernel
+            assert_same_outcome(lambda t: (t ** exponent, t.clone().pow_(exponent)), tensor)
 
 
 def test_structured_alias_lane_device_errors():

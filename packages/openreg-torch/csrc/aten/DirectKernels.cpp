@@ -15,6 +15,7 @@
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/Lerp.h>
 #include <ATen/native/PointwiseOps.h>
+#include <ATen/native/Pow.h>
 #include <ATen/native/TensorCompare.h>
 #include <ATen/native/UnaryOps.h>
 #include <ATen/ops/_log_softmax_backward_data_native.h>
@@ -25,41 +26,62 @@
 #include <ATen/ops/addcdiv_native.h>
 #include <ATen/ops/addcmul_native.h>
 #include <ATen/ops/addmm_native.h>
+#include <ATen/ops/all_native.h>
 #include <ATen/ops/amax_native.h>
+#include <ATen/ops/amin_native.h>
+#include <ATen/ops/aminmax_native.h>
+#include <ATen/ops/any_native.h>
+#include <ATen/ops/argmax_native.h>
+#include <ATen/ops/argmin_native.h>
 #include <ATen/ops/baddbmm_native.h>
 #include <ATen/ops/bmm_native.h>
+#include <ATen/ops/cat_native.h>
+#include <ATen/ops/cumprod_native.h>
+#include <ATen/ops/cumsum_native.h>
 #include <ATen/ops/div_native.h>
 #include <ATen/ops/eq_native.h>
 #include <ATen/ops/exp_native.h>
+#include <ATen/ops/gather_native.h>
 #include <ATen/ops/ge_native.h>
 #include <ATen/ops/gt_native.h>
 #include <ATen/ops/le_native.h>
 #include <ATen/ops/lerp_native.h>
+#include <ATen/ops/linalg_vector_norm_native.h>
 #include <ATen/ops/log_native.h>
 #include <ATen/ops/lt_native.h>
+#include <ATen/ops/max_native.h>
 #include <ATen/ops/maximum_native.h>
 #include <ATen/ops/mean_native.h>
+#include <ATen/ops/min_native.h>
 #include <ATen/ops/mm_native.h>
 #include <ATen/ops/mul_native.h>
 #include <ATen/ops/ne_native.h>
 #include <ATen/ops/neg_native.h>
+#include <ATen/ops/nll_loss_backward_native.h>
+#include <ATen/ops/nll_loss_forward_native.h>
+#include <ATen/ops/prod_native.h>
 #include <ATen/ops/rsqrt_native.h>
 #include <ATen/ops/sigmoid_backward_native.h>
 #include <ATen/ops/sigmoid_native.h>
 #include <ATen/ops/silu_backward_native.h>
 #include <ATen/ops/silu_native.h>
+#include <ATen/ops/sort_native.h>
 #include <ATen/ops/sqrt_native.h>
 #include <ATen/ops/sub_native.h>
 #include <ATen/ops/sum_native.h>
 #include <ATen/ops/tanh_backward_native.h>
 #include <ATen/ops/tanh_native.h>
 #include <ATen/ops/threshold_backward_native.h>
+#include <ATen/ops/topk_native.h>
 #include <torch/library.h>
 
 #include "aten/DirectKernels.h"
 #include "aten/OperatorRoutes.h"
 #include "aten/native/Activation.h"
 #include "aten/native/StructuredOnDevice.h"
+#include "aten/native/Pow.h"
+#include "aten/native/StructuredPrecomputed.h"
+#include "aten/native/TensorCompare.h"
 #include "execution/RunOnDevice.h"
 
 namespace at::openreg {
@@ -158,6 +180,14 @@ size_t register_structured_ops(torch::Library& library) {
       StubLane<ops::threshold_backward, cpu::structured_threshold_backward_out>,
       StubLane<ops::relu, at::native::openreg::ReluAsClampMin>,
       StubLane<ops::relu_, at::native::openreg::ReluAsClampMin>,
+      StubLane<ops::clamp, cpu::structured_clamp_out>,
+      StubLane<ops::clamp_, cpu::structured_clamp_out>,
+      StubLane<ops::clamp_min, cpu::structured_clamp_min_out>,
+      StubLane<ops::clamp_min_, cpu::structured_clamp_min_out>,
+      StubLane<ops::clamp_max, cpu::structured_clamp_max_out>,
+      StubLane<ops::clamp_max_, cpu::structured_clamp_max_out>,
+      StubLane<ops::pow_Tensor_Scalar, cpu::structured_pow_Tensor_Scalar_out>,
+      StubLane<ops::pow__Scalar, cpu::structured_pow_Tensor_Scalar_out>,
       // optimizer updates
       StubLane<ops::addcmul_, cpu::structured_addcmul_out>,
       StubLane<ops::addcdiv_, cpu::structured_addcdiv_out>,
@@ -178,7 +208,30 @@ size_t register_structured_ops(torch::Library& library) {
       AliasLane<ops::_log_softmax_backward_data, cpu::structured_log_softmax_backward_cpu_out>,
       AliasLane<ops::sum_dim_IntList, cpu::structured_sum_out>,
       AliasLane<ops::mean_dim, cpu::structured_mean_out>,
-      AliasLane<ops::amax, cpu::structured_amax_out>>(library);
+      AliasLane<ops::amax, cpu::structured_amax_out>,
+      AliasLane<ops::nll_loss_forward, cpu::structured_nll_loss_forward_out_cpu>,
+      AliasLane<ops::nll_loss_backward, cpu::structured_nll_loss_backward_out_cpu>,
+      // reductions, scans, selection, concatenation
+      AliasLane<ops::argmax, cpu::structured_argmax_out>,
+      AliasLane<ops::argmin, cpu::structured_argmin_out>,
+      AliasLane<ops::any, cpu::structured_any_all_out>,
+      AliasLane<ops::any_dim, cpu::structured_any_out>,
+      AliasLane<ops::any_dims, cpu::structured_any_dims_out>,
+      AliasLane<ops::all, cpu::structured_all_all_out>,
+      AliasLane<ops::all_dim, cpu::structured_all_out>,
+      AliasLane<ops::all_dims, cpu::structured_all_dims_out>,
+      AliasLane<ops::amin, cpu::structured_amin_out>,
+      AliasLane<ops::aminmax, cpu::structured_aminmax_out>,
+      AliasLane<ops::cumsum, cpu::structured_cumsum_out>,
+      AliasLane<ops::cumprod, cpu::structured_cumprod_out>,
+      AliasLane<ops::prod_dim_int, cpu::structured_prod_out>,
+      AliasLane<ops::linalg_vector_norm, cpu::structured_linalg_vector_norm_out>,
+      AliasLane<ops::max_dim, cpu::structured_max_out>,
+      AliasLane<ops::min_dim, cpu::structured_min_out>,
+      AliasLane<ops::topk, cpu::structured_topk_out_cpu>,
+      AliasLane<ops::sort_stable, cpu::structured_sort_stable_out>,
+      AliasLane<ops::cat, cpu::structured_cat_out_cpu>,
+      AliasLane<ops::gather, cpu::structured_gather_out>>(library);
 }
 // DOC END: structured-kernel-list
 
@@ -193,12 +246,11 @@ size_t register_hot_ops(torch::Library& library) {
   namespace ops = at::_ops;
   return impl_all<
       // arithmetic, functional and in place (more in register_structured_ops)
-      ops::pow_Tensor_Scalar, ops::clamp_min, ops::where_self,
+      ops::where_self,
       ops::fill__Scalar, ops::zero_, ops::masked_fill__Scalar,
       ops::index_select,
       // activations, losses, normalisation, and their backward
-      ops::gelu, ops::gelu_backward, ops::nll_loss_forward, ops::nll_loss_backward,
-      ops::native_layer_norm,
+      ops::gelu, ops::gelu_backward, ops::native_layer_norm,
       ops::native_layer_norm_backward>(library);
 }
 // DOC END: direct-kernel-list
@@ -244,7 +296,10 @@ OPENREG_STUB_ON_KERNEL_VIEW(sigmoid_backward_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(silu_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(silu_backward_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(threshold_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(clamp_scalar_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(clamp_min_scalar_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(clamp_max_scalar_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(pow_tensor_scalar_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(addcmul_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(addcdiv_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(lerp_kernel_scalar_weight)

@@ -74,12 +74,16 @@ class KernelViewIteratorScope {
 
 // Points the device operands of `iter` into the kernel view for the scope's lifetime,
 // then back at device memory (a CPU scalar operand stays in host memory, which kernels
-// read). A CPU loop may have dropped a trailing operand (a scalar it read), so each
+// read; an empty operand has nothing to read, and its address may lie just past its
+// memory). A CPU loop may have dropped a trailing operand (a scalar it read), so each
 // remaining one is matched by its address on the way back.
 class OperandsOnKernelView {
  public:
   explicit OperandsOnKernelView(TensorIteratorBase& iter) : iter_(iter) {
     for (int arg = 0; arg < iter.ntensors(); ++arg) {
+      if (iter.tensor_base(arg).numel() == 0) {
+        continue;
+      }
       void* device_address = iter.data_ptr(arg);
       void* kernel = kernel_address(iter, arg);
       if (kernel != device_address) {  // a CPU scalar stays as it is
@@ -114,9 +118,8 @@ bool on_kernel_view(const TensorIteratorBase& iter) {
 // DOC START: launch-on-kernel-view
 void launch_on_kernel_view(TensorIteratorBase& iter, std::string_view name,
                            c10::function_ref<void()> kernel) {
-  if (iter.numel() == 0) {
-    return;
-  }
+  // Launched even when empty: a CPU entry's prologue may check its scalars and raise (a
+  // bound that overflows the dtype), as it does on the CPU.
   // The launch returns once the kernel has run, so the operands can be shifted here.
   const OperandsOnKernelView shifted(iter);
   launch_kernel(c10::openreg::getCurrentOpenRegStream(iter.device().index()), name, [&] {

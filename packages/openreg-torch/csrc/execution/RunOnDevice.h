@@ -8,6 +8,7 @@
 // kernels that call a different CPU function than their operator (convolution, .item()).
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/IListRef.h>
 #include <ATen/core/List.h>
 #include <c10/util/ArrayRef.h>
 
@@ -34,10 +35,17 @@ inline void note(DeviceCall& call, const std::optional<at::Tensor>& tensor) {
     call.note_operand(*tensor);
   }
 }
-inline void note(DeviceCall& call, at::TensorList tensors) {
+template <typename List>
+void note_each(DeviceCall& call, const List& tensors) {
   for (const at::Tensor& tensor : tensors) {
     call.note_operand(tensor);
   }
+}
+inline void note(DeviceCall& call, at::TensorList tensors) {
+  note_each(call, tensors);
+}
+inline void note(DeviceCall& call, const at::ITensorListRef& tensors) {
+  note_each(call, tensors);
 }
 template <typename Value>
 void note(DeviceCall& /*call*/, const Value& /*value*/) {
@@ -58,13 +66,21 @@ inline std::optional<at::Tensor> to_kernel(DeviceCall& call,
                                            const std::optional<at::Tensor>& tensor) {
   return tensor.has_value() ? std::optional<at::Tensor>(call.alias(*tensor)) : std::nullopt;
 }
-inline std::vector<at::Tensor> to_kernel(DeviceCall& call, at::TensorList tensors) {
+template <typename List>
+std::vector<at::Tensor> aliases_of_each(DeviceCall& call, const List& tensors) {
   std::vector<at::Tensor> aliases;
   aliases.reserve(tensors.size());
   for (const at::Tensor& tensor : tensors) {
     aliases.push_back(call.alias(tensor));
   }
   return aliases;
+}
+inline std::vector<at::Tensor> to_kernel(DeviceCall& call, at::TensorList tensors) {
+  return aliases_of_each(call, tensors);
+}
+// The kernel's ITensorListRef views this vector, which lives as long as the call.
+inline std::vector<at::Tensor> to_kernel(DeviceCall& call, const at::ITensorListRef& tensors) {
+  return aliases_of_each(call, tensors);
 }
 template <typename Value>
 const Value& to_kernel(DeviceCall& /*call*/, const Value& value) {

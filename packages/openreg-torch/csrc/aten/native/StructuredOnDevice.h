@@ -22,13 +22,17 @@
 #include <ATen/Dispatch.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/TensorIterator.h>
+#include <ATen/core/IListRef.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/DynamicCast.h>
 #include <c10/util/MaybeOwned.h>
 
+#include <array>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "aten/native/Minimal.h"
 #include "execution/DeviceLoops.h"
@@ -58,25 +62,60 @@ bool fits(const at::Tensor& tensor, c10::DeviceIndex device) {
           tensor.device().index() == device && tensor.layout() == c10::kStrided) ||
          (numbers == Numbers::Accepted && is_python_number(tensor));
 }
+template <Numbers numbers>
+bool fits(const std::optional<at::Tensor>& tensor, c10::DeviceIndex device) {
+  return !tensor.has_value() || fits<numbers>(*tensor, device);
+}
+template <Numbers numbers>
+bool fits(const at::ITensorListRef& tensors, c10::DeviceIndex device) {
+  for (const at::Tensor& tensor : tensors) {
+    if (!fits<Numbers::Refused>(tensor, device)) {
+      return false;
+    }
+  }
+  return true;
+}
 template <Numbers numbers, typename Value>
 bool fits(const Value& /*value*/, c10::DeviceIndex /*device*/) {
   return true;  // scalars, flags
 }
 
-template <typename First, typename... Rest>
-const at::Tensor& first_tensor(const First& first, const Rest&... /*rest*/) {
-  static_assert(std::is_same_v<std::decay_t<First>, at::Tensor>,
-                "the lean lane's operators take a tensor first");
-  return first;
+// An operator's argument as its structured class's meta() and impl() take it: optional
+// scalars and tensors by reference (OptionalScalarRef, OptionalTensorRef), a SymInt as an
+// int (topk's k; eager openreg calls carry concrete ones), as PyTorch's own generated CPU
+// registration passes them.
+template <typename Value>
+const Value& structured_argument(const Value& value) {
+  return value;
+}
+inline int64_t structured_argument(const c10::SymInt& value) {
+  return value.guard_int(__FILE__, __LINE__);
+}
+inline at::OptionalScalarRef structured_argument(const std::optional<at::Scalar>& value) {
+  return value.has_value() ? at::OptionalScalarRef(&*value) : at::OptionalScalarRef();
+}
+inline at::OptionalTensorRef structured_argument(const std::optional<at::Tensor>& value) {
+  return value.has_value() && value->defined() ? at::OptionalTensorRef(*value)
+                                               : at::OptionalTensorRef();
 }
 
-// The device of a call a lean lane takes (the first argument an openreg tensor, every
+// The tensor that decides a call's device: the first argument, or the first tensor of a
+// list given first (cat). Undefined for an empty list.
+inline at::Tensor first_tensor(const at::Tensor& first) {
+  return first;
+}
+inline at::Tensor first_tensor(const at::ITensorListRef& first) {
+  return first.size() == 0 ? at::Tensor() : *first.begin();
+}
+
+// The device of a call a lean lane takes (the first tensor an openreg tensor, every
 // other tensor argument one of its device or, where accepted, a number), or nullopt.
-template <Numbers numbers, typename... Args>
-std::optional<c10::Device> lane_device(const Args&... args) {
-  const at::Tensor& first = first_tensor(args...);
+template <Numbers numbers, typename First, typename... Rest>
+std::optional<c10::Device> lane_device(const First& first_argument, const Rest&... rest) {
+  const at::Tensor first = first_tensor(first_argument);
   if (first.defined() && first.device().type() == c10::kPrivateUse1 &&
-      (fits<numbers>(args, first.device().index()) && ...)) {
+      fits<numbers>(first_argument, first.device().index()) &&
+      (fits<numbers>(rest, first.device().index()) && ...)) {
     return first.device();
   }
   return std::nullopt;
@@ -153,7 +192,8 @@ class WithNumbersCast : public CpuStructured {
 };
 // DOC END: cast-python-numbers
 
-// The output of an out-of-place call: a fresh device tensor, allocated when meta() asks.
+// The outputs of an out-of-place call: fresh device tensors, allocated when meta() asks
+// (two for max.dim, topk...).
 template <typename CpuStructured>
 class Functional final : public WithNumbersCast<CpuStructured> {
  public:
@@ -163,7 +203,8 @@ class Functional final : public WithNumbersCast<CpuStructured> {
   }
   void set_output_raw_strided(int64_t index, c10::IntArrayRef sizes, c10::IntArrayRef strides,
                               c10::TensorOptions options) override {
-    output_ = strides.empty()
+    at::Tensor& output = outputs_.at(index);
+    output = strides.empty()
         ? empty_memory_format(sizes, options.dtype().toScalarType(), std::nullopt,
                               options.device(), std::nullopt, options.memory_format_opt())
         : empty_strided(sizes, strides, options.dtype().toScalarType(), std::nullopt,
@@ -173,9 +214,9 @@ class Functional final : public WithNumbersCast<CpuStructured> {
       CpuStructured::set_output_raw_strided(index, sizes, strides, options);
     }
   }
-  const at::Tensor& maybe_get_output(int64_t /*index*/) override { return output_; }
+  const at::Tensor& maybe_get_output(int64_t index) override { return outputs_.at(index); }
 
-  at::Tensor output_;
+  std::array<at::Tensor, 2> outputs_;
 };
 
 // The output of an in-place call: `self`, which must already have the result's shape
@@ -207,6 +248,21 @@ class InPlace final : public WithNumbersCast<CpuStructured> {
 
 } // namespace structured_detail
 
+// DOC START: leaves-to-direct-kernel
+// Calls whose operands fit the STUB lane but whose impl() would do more than call its
+// STUB: a branch that fills or copies the output through the dispatcher (clamp's NaN
+// bounds, pow's exponents 0 and 1), device work a running kernel must not issue. Such
+// calls take the direct kernel. Specialised per structured class (aten/native/
+// TensorCompare.h, aten/native/Pow.h); every other call is taken.
+template <typename CpuStructured>
+struct LeavesToDirectKernel {
+  template <typename... Args>
+  static bool call(const Args&... /*args*/) {
+    return false;
+  }
+};
+// DOC END: leaves-to-direct-kernel
+
 // The kernel of operator Op (at::_ops::<op>, a functional or in-place overload) through
 // CpuStructured (at::native::structured_<op>_out), falling back to DirectKernel<Op>.
 template <typename Op, typename CpuStructured,
@@ -219,14 +275,17 @@ template <typename Op, typename CpuStructured, structured_detail::Outputs output
 struct StructuredOnDevice<Op, CpuStructured, outputs, at::Tensor(Args...)> {
   static at::Tensor call(Args... args) {
     namespace detail = structured_detail;
-    if (const auto device = detail::lane_device<detail::Numbers::Accepted>(args...)) {
+    const auto device = detail::lane_device<detail::Numbers::Accepted>(args...);
+    if (device && !LeavesToDirectKernel<CpuStructured>::call(args...)) {
       const c10::openreg::CurrentDeviceGuard guard(*device);
       detail::Functional<CpuStructured> op;
-      op.meta(args...);
+      op.meta(detail::structured_argument(args)...);
       op.cast_python_numbers();
       if (detail::cpu_loops_fit(op, outputs)) {
-        launch_on_kernel_view(op, Op::name, [&] { op.impl(args..., op.output_); });
-        return std::move(op.output_);
+        launch_on_kernel_view(op, Op::name, [&] {
+          op.impl(detail::structured_argument(args)..., op.outputs_[0]);
+        });
+        return std::move(op.outputs_[0]);
       }
     }
     return DirectKernel<Op>::call(args...);
@@ -238,13 +297,16 @@ template <typename Op, typename CpuStructured, structured_detail::Outputs output
 struct StructuredOnDevice<Op, CpuStructured, outputs, at::Tensor&(at::Tensor&, Rest...)> {
   static at::Tensor& call(at::Tensor& self, Rest... rest) {
     namespace detail = structured_detail;
-    if (const auto device = detail::lane_device<detail::Numbers::Accepted>(self, rest...)) {
+    const auto device = detail::lane_device<detail::Numbers::Accepted>(self, rest...);
+    if (device && !LeavesToDirectKernel<CpuStructured>::call(self, rest...)) {
       const c10::openreg::CurrentDeviceGuard guard(*device);
       detail::InPlace<CpuStructured> op(self);
-      op.meta(self, rest...);
+      op.meta(self, detail::structured_argument(rest)...);
       op.cast_python_numbers();
       if (detail::cpu_loops_fit(op, outputs)) {
-        launch_on_kernel_view(op, Op::name, [&] { op.impl(self, rest..., self); });
+        launch_on_kernel_view(op, Op::name, [&] {
+          op.impl(self, detail::structured_argument(rest)..., self);
+        });
         return self;
       }
     }
@@ -254,42 +316,104 @@ struct StructuredOnDevice<Op, CpuStructured, outputs, at::Tensor&(at::Tensor&, R
 
 // DOC START: structured-on-aliases
 // The same for structured kernels whose impl() reads its tensor arguments itself rather
-// than a TensorIterator built by meta() (matrix products, softmax, reductions): meta()
-// over the openreg tensors allocates the output on the device, then impl() runs in one
-// launch on kernel-view aliases of the arguments and of that output, as the CPU's kernel
-// would run on CPU tensors. Compared with the direct kernel, no result is adopted and
-// meta() runs once. Calls with a CPU or other-device operand take the direct kernel.
+// than a TensorIterator built by meta() (matrix products, softmax, reductions, cat,
+// topk): meta() over the openreg tensors allocates the outputs on the device, then
+// impl() runs in one launch on kernel-view aliases of the arguments and of those
+// outputs, as the CPU's kernel would run on CPU tensors. Compared with the direct
+// kernel, no result is adopted and meta() runs once. Calls with a CPU or other-device
+// operand take the direct kernel.
+//
+// A meta() that returns precomputed values (cat's, max.dim's) hands them to impl() in
+// place of some arguments: ImplWithPrecomputed<CpuStructured> says where, per operator
+// (aten/native/StructuredPrecomputed.h).
+template <typename CpuStructured>
+struct ImplWithPrecomputed;
+
+namespace structured_detail {
+
+template <typename Return>
+struct OutputCount;
+template <>
+struct OutputCount<at::Tensor> : std::integral_constant<size_t, 1> {};
+template <>
+struct OutputCount<std::tuple<at::Tensor, at::Tensor>> : std::integral_constant<size_t, 2> {};
+
+// What the alias lane's impl() reads for each argument: tensors as kernel-view aliases
+// (copied, since input_kernel_alias's reference lasts until its next call), everything
+// else as given; structured_argument() then passes each as impl() takes it.
+inline at::Tensor kernel_argument(const at::Tensor& tensor) {
+  return input_kernel_alias(tensor);
+}
+inline std::optional<at::Tensor> kernel_argument(const std::optional<at::Tensor>& tensor) {
+  return tensor.has_value() && tensor->defined()
+      ? std::optional<at::Tensor>(input_kernel_alias(*tensor)) : std::nullopt;
+}
+inline std::vector<at::Tensor> kernel_argument(const at::ITensorListRef& tensors) {
+  std::vector<at::Tensor> aliases;
+  aliases.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) {
+    aliases.push_back(input_kernel_alias(tensor));
+  }
+  return aliases;
+}
+template <typename Value>
+const Value& kernel_argument(const Value& value) {
+  return value;
+}
+
+template <typename Op, size_t count, size_t... index, typename... KernelArgs>
+void impl_on_aliases(Op& op, const std::array<at::Tensor, count>& outputs,
+                     std::index_sequence<index...> /*outputs*/, const KernelArgs&... args) {
+  op.impl(structured_argument(args)..., outputs[index]...);
+}
+
+} // namespace structured_detail
+
 template <typename Op, typename CpuStructured, typename Schema = typename Op::schema>
 struct StructuredOnAliases;
 
-template <typename Op, typename CpuStructured, typename... Args>
-struct StructuredOnAliases<Op, CpuStructured, at::Tensor(Args...)> {
+template <typename Op, typename CpuStructured, typename Return, typename... Args>
+struct StructuredOnAliases<Op, CpuStructured, Return(Args...)> {
   static_assert(!std::is_base_of_v<TensorIteratorBase, CpuStructured>,
                 "a TensorIterator kernel reads the iterator meta() built: use "
                 "StructuredOnDevice");
+  static constexpr size_t kOutputs = structured_detail::OutputCount<Return>::value;
 
-  static at::Tensor call(Args... args) {
+  static Return call(Args... args) {
     namespace detail = structured_detail;
     if (const auto device = detail::lane_device<detail::Numbers::Refused>(args...)) {
       const c10::openreg::CurrentDeviceGuard guard(*device);
       detail::Functional<CpuStructured> op;
-      op.meta(args...);
-      launch_on_device(*device, Op::name, [&] {
-        // Aliases are copied: input_kernel_alias's reference lasts until its next call.
-        op.impl(kernel_argument(args)..., at::Tensor(input_kernel_alias(op.output_)));
-      });
-      return std::move(op.output_);
+      if constexpr (std::is_void_v<decltype(op.meta(detail::structured_argument(args)...))>) {
+        op.meta(detail::structured_argument(args)...);
+        launch_on_device(*device, Op::name, [&] {
+          detail::impl_on_aliases(op, output_aliases(op), std::make_index_sequence<kOutputs>{},
+                                  detail::kernel_argument(args)...);
+        });
+      } else {
+        const auto precomputed = op.meta(detail::structured_argument(args)...);
+        launch_on_device(*device, Op::name, [&] {
+          ImplWithPrecomputed<CpuStructured>::impl(op, precomputed, output_aliases(op),
+                                                   detail::kernel_argument(args)...);
+        });
+      }
+      if constexpr (kOutputs == 1) {
+        return std::move(op.outputs_[0]);
+      } else {
+        return Return(std::move(op.outputs_[0]), std::move(op.outputs_[1]));
+      }
     }
     return DirectKernel<Op>::call(args...);
   }
 
  private:
-  static at::Tensor kernel_argument(const at::Tensor& tensor) {
-    return input_kernel_alias(tensor);
-  }
-  template <typename Value>
-  static const Value& kernel_argument(const Value& value) {
-    return value;
+  static std::array<at::Tensor, kOutputs> output_aliases(
+      const structured_detail::Functional<CpuStructured>& op) {
+    std::array<at::Tensor, kOutputs> aliases;
+    for (size_t index = 0; index < kOutputs; ++index) {
+      aliases[index] = input_kernel_alias(op.outputs_[index]);
+    }
+    return aliases;
   }
 };
 // DOC END: structured-on-aliases
