@@ -104,8 +104,9 @@ void impl(torch::Library& library) {
 
 // The lean lanes (aten/native/StructuredOnDevice.h) of operator Op, through the CPU's
 // structured class CpuStructured: a TensorIterator kernel whose impl() only calls its
-// STUB (the STUBs are registered at the end of this file), or a kernel whose impl() reads
-// its tensor arguments (run on their kernel-view aliases). Not gelu: for contiguous
+// STUB (the STUBs are registered at the end of this file; the calls for which it does
+// more leave the lane, LeavesToDirectKernel), or a kernel whose impl() reads its tensor
+// arguments (run on their kernel-view aliases). Not gelu: for contiguous
 // float32 and bfloat16 tensors the CPU's gelu runs oneDNN's kernel, whose results differ
 // from the STUB's in the last bits (gelu(inf) is nan there); its direct kernel runs the
 // CPU's impl() on CPU aliases, which takes the same branch as on the CPU.

@@ -314,18 +314,7 @@ struct StructuredOnDevice<Op, CpuStructured, outputs, at::Tensor&(at::Tensor&, R
   }
 };
 
-// DOC START: structured-on-aliases
-// The same for structured kernels whose impl() reads its tensor arguments itself rather
-// than a TensorIterator built by meta() (matrix products, softmax, reductions, cat,
-// topk): meta() over the openreg tensors allocates the outputs on the device, then
-// impl() runs in one launch on kernel-view aliases of the arguments and of those
-// outputs, as the CPU's kernel would run on CPU tensors. Compared with the direct
-// kernel, no result is adopted and meta() runs once. Calls with a CPU or other-device
-// operand take the direct kernel.
-//
-// A meta() that returns precomputed values (cat's, max.dim's) hands them to impl() in
-// place of some arguments: ImplWithPrecomputed<CpuStructured> says where, per operator
-// (aten/native/StructuredPrecomputed.h).
+// How impl() takes the values a meta() precomputed (see StructuredOnAliases).
 template <typename CpuStructured>
 struct ImplWithPrecomputed;
 
@@ -369,6 +358,18 @@ void impl_on_aliases(Op& op, const std::array<at::Tensor, count>& outputs,
 
 } // namespace structured_detail
 
+// DOC START: structured-on-aliases
+// The same for structured kernels whose impl() reads its tensor arguments itself rather
+// than a TensorIterator built by meta() (matrix products, softmax, reductions, cat,
+// topk): meta() over the openreg tensors allocates the outputs on the device, then
+// impl() runs in one launch on kernel-view aliases of the arguments and of those
+// outputs, as the CPU's kernel would run on CPU tensors. Compared with the direct
+// kernel, no result is adopted and meta() runs once. Calls with a CPU or other-device
+// operand take the direct kernel.
+//
+// A meta() that returns precomputed values (cat's, max.dim's) hands them to impl() in
+// place of some arguments: ImplWithPrecomputed<CpuStructured> says where, per operator
+// (aten/native/StructuredPrecomputed.h).
 template <typename Op, typename CpuStructured, typename Schema = typename Op::schema>
 struct StructuredOnAliases;
 
