@@ -3,6 +3,8 @@
 import pytest
 import torch
 
+import openreg_torch
+
 
 def sample_all(device):
     values = [
@@ -15,6 +17,16 @@ def sample_all(device):
         torch.multinomial(torch.ones(10, device=device), 5),
         torch.randperm(20, device=device),
         torch.nn.functional.dropout(torch.ones(64, device=device), p=0.5),
+        torch.empty(30, device=device).exponential_(2.0),
+        torch.empty(30, device=device).cauchy_(),
+        torch.empty(30, device=device, dtype=torch.float64).log_normal_(),
+        torch.empty(30, device=device).geometric_(0.3),
+        torch.empty(30, device=device, dtype=torch.int64).random_(-5, 5),
+        torch.empty(30, device=device, dtype=torch.int16).random_(),
+        torch.empty(30, device=device).bernoulli_(torch.rand(30, device=device)),
+        torch.poisson(torch.rand(30, device=device) * 4),
+        torch.normal(torch.zeros(30, device=device), torch.rand(30, device=device)),
+        torch.multinomial(torch.rand(3, 8, device=device), 20, replacement=True),
     ]
     return [value.cpu() for value in values]
 
@@ -76,6 +88,15 @@ def test_explicit_generator_matches_cpu_generator():
 def test_cpu_generator_rejected_for_device_op():
     with pytest.raises(RuntimeError, match="Expected a 'openreg' device type for generator"):
         torch.randn(3, device="openreg", generator=torch.Generator())
+    # The same from the direct kernels of random operators, naming the operator.
+    with pytest.raises(RuntimeError, match=r"found 'cpu' \(in aten::bernoulli_\)"):
+        torch.empty(3, device="openreg").bernoulli_(0.5, generator=torch.Generator())
+
+
+def test_random_operators_take_direct_kernels():
+    for op in ["aten::bernoulli_.float", "aten::normal_", "aten::uniform_", "aten::random_.from",
+               "aten::multinomial", "aten::exponential_"]:
+        assert openreg_torch.fallback.route_of(op) == "direct kernel", op
 
 
 def test_seeding_before_init_is_queued(run_python):

@@ -16,7 +16,7 @@ route_of = openreg_torch.fallback.route_of
         ("aten::empty.memory_format", "own kernel"),  # the minimal set
         ("aten::_copy_from", "own kernel"),
         ("aten::convolution_overrideable", "own kernel"),
-        ("aten::cumsum", "zero-copy fallback"),  # structured: routed to the CPU kernel
+        ("aten::atan2", "zero-copy fallback"),  # structured: routed to the CPU kernel
         ("aten::nonzero", "zero-copy fallback"),  # the global fallback
         ("aten::_foreach_add_.List", "zero-copy fallback"),  # whole lists at once
         ("aten::linear", "composite"),  # CompositeImplicitAutograd: decomposes

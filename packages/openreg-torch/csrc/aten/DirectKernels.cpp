@@ -252,7 +252,13 @@ size_t register_hot_ops(torch::Library& library) {
       ops::index_select,
       // activations, losses, normalisation, and their backward
       ops::gelu, ops::gelu_backward, ops::native_layer_norm,
-      ops::native_layer_norm_backward>(library);
+      ops::native_layer_norm_backward,
+      // random operators: their CPU kernels draw from the CPU generator an openreg one
+      // wraps (kernel_generator); initialisation, dropout, sampling
+      ops::bernoulli__float, ops::bernoulli__Tensor, ops::normal_, ops::uniform_,
+      ops::random_, ops::random__from, ops::random__to, ops::exponential_, ops::cauchy_,
+      ops::log_normal_, ops::geometric_, ops::multinomial, ops::poisson,
+      ops::normal_Tensor_float, ops::normal_float_Tensor, ops::normal_Tensor_Tensor>(library);
 }
 // DOC END: direct-kernel-list
 

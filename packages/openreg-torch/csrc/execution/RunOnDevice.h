@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "execution/DeviceCall.h"
+#include "runtime/OpenRegGenerator.h"
 
 namespace at::native::openreg {
 
@@ -48,10 +49,7 @@ inline void note(DeviceCall& call, const at::ITensorListRef& tensors) {
   note_each(call, tensors);
 }
 template <typename Value>
-void note(DeviceCall& /*call*/, const Value& /*value*/) {
-  static_assert(!std::is_same_v<std::decay_t<Value>, std::optional<at::Generator>>,
-                "random operators need generator substitution: keep them on the fallback");
-}
+void note(DeviceCall& /*call*/, const Value& /*value*/) {}
 
 // Step 2: what the CPU kernel receives for each argument.
 inline at::Tensor to_kernel(DeviceCall& call, const at::Tensor& tensor) {
@@ -81,6 +79,11 @@ inline std::vector<at::Tensor> to_kernel(DeviceCall& call, at::TensorList tensor
 // The kernel's ITensorListRef views this vector, which lives as long as the call.
 inline std::vector<at::Tensor> to_kernel(DeviceCall& call, const at::ITensorListRef& tensors) {
   return aliases_of_each(call, tensors);
+}
+// A random operator's generator: the CPU one its kernel draws from (kernel_generator).
+inline std::optional<at::Generator> to_kernel(DeviceCall& call,
+                                              const std::optional<at::Generator>& generator) {
+  return c10::openreg::kernel_generator(generator, call.device().index(), call.op_name());
 }
 template <typename Value>
 const Value& to_kernel(DeviceCall& /*call*/, const Value& value) {

@@ -77,4 +77,15 @@ at::Generator createOpenRegGenerator(DeviceIndex device_index) {
   return at::make_generator<OpenRegGeneratorImpl>(device_index);
 }
 
+at::Generator kernel_generator(const std::optional<at::Generator>& generator,
+                               DeviceIndex device, std::string_view op_name) {
+  const at::Generator& given =
+      generator.has_value() && generator->defined() ? *generator
+                                                    : getDefaultOpenRegGenerator(device);
+  TORCH_CHECK(given.device().type() == c10::kPrivateUse1,
+              "Expected a 'openreg' device type for generator but found '",
+              given.device().type(), "' (in ", op_name, ")");
+  return given.get<OpenRegGeneratorImpl>()->cpu_generator();
+}
+
 } // namespace c10::openreg

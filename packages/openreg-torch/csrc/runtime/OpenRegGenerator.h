@@ -9,6 +9,9 @@
 #include <ATen/core/Generator.h>
 #include <c10/core/GeneratorImpl.h>
 
+#include <optional>
+#include <string_view>
+
 #include "runtime/OpenRegMacros.h"
 
 namespace c10::openreg {
@@ -42,5 +45,11 @@ class OPENREG_TORCH_API OpenRegGeneratorImpl final : public c10::GeneratorImpl {
 OPENREG_TORCH_API const at::Generator& getDefaultOpenRegGenerator(DeviceIndex device_index = -1);
 // DOC END: default-generator
 OPENREG_TORCH_API at::Generator createOpenRegGenerator(DeviceIndex device_index = -1);
+
+// The generator a CPU kernel of an openreg call on `device` draws from: the CPU generator
+// that `generator` wraps, or the device's default generator's when the caller passed
+// none. As on CUDA, a generator of another device type is an error, not silently used.
+OPENREG_TORCH_API at::Generator kernel_generator(const std::optional<at::Generator>& generator,
+                                                 DeviceIndex device, std::string_view op_name);
 
 } // namespace c10::openreg

@@ -41,7 +41,7 @@ std::optional<c10::Device> find_device(DeviceCall& call, const torch::jit::Stack
 
 // DOC START: generator-substitution
 // CPU kernels only accept CPU generators: hand them the one an openreg generator wraps,
-// and the device's default generator's when the caller passed none.
+// and the device's default generator's when the caller passed none (kernel_generator).
 void substitute_generators(const c10::OperatorHandle& op, torch::jit::Stack* stack,
                            size_t first, std::optional<c10::Device> device) {
   const auto& arguments = op.schema().arguments();
@@ -55,19 +55,12 @@ void substitute_generators(const c10::OperatorHandle& op, torch::jit::Stack* sta
       continue;
     }
     c10::IValue& value = (*stack)[first + index];
-    at::Generator generator;
-    if (value.isGenerator()) {
-      generator = value.toGenerator();
-    } else if (device.has_value()) {
-      generator = c10::openreg::getDefaultOpenRegGenerator(device->index());
-    } else {
+    if (!value.isGenerator() && !device.has_value()) {
       continue;
     }
-    // As CUDA does, a generator of another device is an error, not silently used.
-    TORCH_CHECK(generator.device().type() == c10::kPrivateUse1,
-                "Expected a 'openreg' device type for generator but found '",
-                generator.device().type(), "' (in ", op.schema().name(), ")");
-    value = generator.get<c10::openreg::OpenRegGeneratorImpl>()->cpu_generator();
+    value = c10::openreg::kernel_generator(
+        value.isGenerator() ? std::optional<at::Generator>(value.toGenerator()) : std::nullopt,
+        device.has_value() ? device->index() : -1, op.schema().name());
   }
 }
 // DOC END: generator-substitution
