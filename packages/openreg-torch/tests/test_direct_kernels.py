@@ -14,7 +14,8 @@ DEV = "openreg"
 def test_hot_ops_have_direct_kernels():
     for op in ["aten::add.Tensor", "aten::add_.Tensor", "aten::mm", "aten::addcmul_",
                "aten::native_layer_norm", "aten::nll_loss_forward", "aten::cat",
-               "aten::topk", "aten::max.dim", "aten::clamp", "aten::pow.Tensor_Scalar"]:
+               "aten::topk", "aten::max.dim", "aten::clamp", "aten::pow.Tensor_Scalar",
+               "aten::sin_", "aten::floor", "aten::tril", "aten::native_dropout_backward"]:
         assert openreg_torch.fallback.route_of(op) == "direct kernel", op
 
 
@@ -131,6 +132,27 @@ def first_line(error):
     return str(error).splitlines()[0].replace("openreg:0", "cpu")
 
 
+def outcome(fn, *args):
+    """What fn(*args) gives: its results on the CPU with their strides on their device, or
+    its error's first line."""
+    try:
+        result = fn(*args)
+    except (RuntimeError, IndexError, ValueError, TypeError) as error:
+        return first_line(error)
+    tensors = [t for t in torch.utils._pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+    return [t.cpu() for t in tensors], [t.stride() for t in tensors]
+
+
+def assert_same_outcome(fn, *args):
+    expected = outcome(fn, *args)
+    actual = outcome(fn, *[a.to(DEV) if isinstance(a, torch.Tensor) else a for a in args])
+    if isinstance(expected, str) or isinstance(actual, str):
+        assert actual == expected
+    else:
+        torch.testing.assert_close(actual[0], expected[0], rtol=0, atol=0, equal_nan=True)
+        assert actual[1] == expected[1]
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16,
                                    torch.int32, torch.uint8, torch.bool, torch.complex64],
                          ids=str)
@@ -180,6 +202,26 @@ def test_structured_lane_unary_ops_match_cpu(op, dtype):
     x = (torch.rand(3, 7) * 4 + 0.5).to(dtype)
     assert_matches_cpu(lambda t: getattr(torch, op)(t), x)
     assert_matches_cpu(lambda t: getattr(torch, op)(t.t()), x)  # transposed
+
+
+# Unary operators taken with their in-place forms: PyTorch's CPU impl() of each only calls
+# its STUB, but for floor, ceil, trunc and round of an integer tensor, which it copies
+# (those calls take the direct kernel).
+LANE_UNARY_PAIRS = ("sin cos tan asin acos atan sinh cosh asinh acosh atanh exp2 expm1 log2 "
+                    "log10 log1p reciprocal erf erfc erfinv lgamma digamma sinc sign frac "
+                    "bitwise_not floor ceil trunc round").split()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8,
+                                   torch.bool, torch.complex64], ids=str)
+@pytest.mark.parametrize("op", LANE_UNARY_PAIRS)
+def test_structured_lane_unary_pairs_match_cpu(op, dtype):
+    x = torch.randn(4, 6) * 3
+    x[0, :4] = torch.tensor([float("nan"), float("inf"), -0.0, 1.0])
+    x = x.to(dtype)
+    for tensor in (x, x.t(), x[:0], x[1, 1]):  # strided, empty, 0-dim
+        assert_same_outcome(getattr(torch, op), tensor)
+        assert_same_outcome(lambda t: getattr(t.clone(), op + "_")(), tensor)  # errors too
 
 
 @pytest.mark.parametrize("dtype", LANE_DTYPES, ids=str)
@@ -282,28 +324,6 @@ ALIAS_LANE_MORE = {
     "cat/stack": lambda x, d: (torch.cat([x, x, x.contiguous()], d), torch.stack([x, x], d),
                                torch.cat([torch.empty(0, dtype=x.dtype, device=x.device), x])),
 }
-
-
-def outcome(fn, *args):
-    """What fn(*args) gives: its result on the CPU, or its error's first line."""
-    try:
-        result = fn(*args)
-    except (RuntimeError, IndexError, ValueError, TypeError) as error:
-        return first_line(error)
-    return torch.utils._pytree.tree_map(
-        lambda t: t.cpu() if isinstance(t, torch.Tensor) else t, result)
-
-
-def assert_same_outcome(fn, *args):
-    expected = outcome(fn, *args)
-    actual = outcome(fn, *[a.to(DEV) if isinstance(a, torch.Tensor) else a for a in args])
-    if isinstance(expected, str) or isinstance(actual, str):
-        assert actual == expected
-    else:
-        torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
-        strides = torch.utils._pytree.tree_map(
-            lambda t: t.stride() if isinstance(t, torch.Tensor) else t, (actual, expected))
-        assert strides[0] == strides[1]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool],

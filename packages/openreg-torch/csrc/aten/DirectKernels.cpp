@@ -22,6 +22,8 @@
 #include <ATen/ops/_log_softmax_native.h>
 #include <ATen/ops/_softmax_backward_data_native.h>
 #include <ATen/ops/_softmax_native.h>
+#include <ATen/ops/acos_native.h>
+#include <ATen/ops/acosh_native.h>
 #include <ATen/ops/add_native.h>
 #include <ATen/ops/addcdiv_native.h>
 #include <ATen/ops/addcmul_native.h>
@@ -33,20 +35,40 @@
 #include <ATen/ops/any_native.h>
 #include <ATen/ops/argmax_native.h>
 #include <ATen/ops/argmin_native.h>
+#include <ATen/ops/asin_native.h>
+#include <ATen/ops/asinh_native.h>
+#include <ATen/ops/atan_native.h>
+#include <ATen/ops/atanh_native.h>
 #include <ATen/ops/baddbmm_native.h>
+#include <ATen/ops/bitwise_not_native.h>
 #include <ATen/ops/bmm_native.h>
 #include <ATen/ops/cat_native.h>
+#include <ATen/ops/ceil_native.h>
+#include <ATen/ops/cos_native.h>
+#include <ATen/ops/cosh_native.h>
 #include <ATen/ops/cumprod_native.h>
 #include <ATen/ops/cumsum_native.h>
+#include <ATen/ops/digamma_native.h>
 #include <ATen/ops/div_native.h>
 #include <ATen/ops/eq_native.h>
+#include <ATen/ops/erf_native.h>
+#include <ATen/ops/erfc_native.h>
+#include <ATen/ops/erfinv_native.h>
+#include <ATen/ops/exp2_native.h>
 #include <ATen/ops/exp_native.h>
+#include <ATen/ops/expm1_native.h>
+#include <ATen/ops/floor_native.h>
+#include <ATen/ops/frac_native.h>
 #include <ATen/ops/gather_native.h>
 #include <ATen/ops/ge_native.h>
 #include <ATen/ops/gt_native.h>
 #include <ATen/ops/le_native.h>
 #include <ATen/ops/lerp_native.h>
+#include <ATen/ops/lgamma_native.h>
 #include <ATen/ops/linalg_vector_norm_native.h>
+#include <ATen/ops/log10_native.h>
+#include <ATen/ops/log1p_native.h>
+#include <ATen/ops/log2_native.h>
 #include <ATen/ops/log_native.h>
 #include <ATen/ops/lt_native.h>
 #include <ATen/ops/max_native.h>
@@ -60,19 +82,29 @@
 #include <ATen/ops/nll_loss_backward_native.h>
 #include <ATen/ops/nll_loss_forward_native.h>
 #include <ATen/ops/prod_native.h>
+#include <ATen/ops/reciprocal_native.h>
+#include <ATen/ops/round_native.h>
 #include <ATen/ops/rsqrt_native.h>
 #include <ATen/ops/sigmoid_backward_native.h>
 #include <ATen/ops/sigmoid_native.h>
+#include <ATen/ops/sign_native.h>
 #include <ATen/ops/silu_backward_native.h>
 #include <ATen/ops/silu_native.h>
+#include <ATen/ops/sin_native.h>
+#include <ATen/ops/sinc_native.h>
+#include <ATen/ops/sinh_native.h>
 #include <ATen/ops/sort_native.h>
 #include <ATen/ops/sqrt_native.h>
 #include <ATen/ops/sub_native.h>
 #include <ATen/ops/sum_native.h>
+#include <ATen/ops/tan_native.h>
 #include <ATen/ops/tanh_backward_native.h>
 #include <ATen/ops/tanh_native.h>
 #include <ATen/ops/threshold_backward_native.h>
 #include <ATen/ops/topk_native.h>
+#include <ATen/ops/tril_native.h>
+#include <ATen/ops/triu_native.h>
+#include <ATen/ops/trunc_native.h>
 #include <torch/library.h>
 
 #include "aten/DirectKernels.h"
@@ -82,6 +114,7 @@
 #include "aten/native/Pow.h"
 #include "aten/native/StructuredPrecomputed.h"
 #include "aten/native/TensorCompare.h"
+#include "aten/native/UnaryOps.h"
 #include "execution/RunOnDevice.h"
 
 namespace at::openreg {
@@ -111,32 +144,43 @@ void impl(torch::Library& library) {
 // from the STUB's in the last bits (gelu(inf) is nan there); its direct kernel runs the
 // CPU's impl() on CPU aliases, which takes the same branch as on the CPU.
 using at::native::openreg::structured_detail::Outputs;
-template <typename Operator, typename CpuStructured, Outputs outputs = Outputs::CommonDtype>
+
+template <typename Op, typename Kernel>
+size_t impl_kernel(torch::Library& library) {
+  library.impl(qualified_name<Op>().c_str(), TORCH_FN(Kernel::call));
+  note_route("aten::" + qualified_name<Op>(), Route::DirectKernel);
+  return 1;
+}
+
+template <typename Op, typename CpuStructured, Outputs outputs = Outputs::CommonDtype>
 struct StubLane {
-  using Op = Operator;
-  using Kernel = at::native::openreg::StructuredOnDevice<Op, CpuStructured, outputs>;
+  static size_t impl(torch::Library& library) {
+    return impl_kernel<Op, at::native::openreg::StructuredOnDevice<Op, CpuStructured, outputs>>(
+        library);
+  }
 };
 // Comparisons: their CPU loops write bool outputs from inputs of the common dtype.
-template <typename Operator, typename CpuStructured>
-using ComparisonLane = StubLane<Operator, CpuStructured, Outputs::BoolOrCommonDtype>;
-template <typename Operator, typename CpuStructured>
-struct AliasLane {
-  using Op = Operator;
-  using Kernel = at::native::openreg::StructuredOnAliases<Op, CpuStructured>;
+template <typename Op, typename CpuStructured>
+using ComparisonLane = StubLane<Op, CpuStructured, Outputs::BoolOrCommonDtype>;
+// A unary operator's functional and in-place forms (sin and sin_), one structured class.
+template <typename Functional, typename InPlace, typename CpuStructured>
+struct UnaryLanes {
+  static size_t impl(torch::Library& library) {
+    return StubLane<Functional, CpuStructured>::impl(library) +
+           StubLane<InPlace, CpuStructured>::impl(library);
+  }
 };
-
-template <typename Lane>
-void impl_lane(torch::Library& library) {
-  using Op = typename Lane::Op;
-  library.impl(qualified_name<Op>().c_str(), TORCH_FN(Lane::Kernel::call));
-  note_route("aten::" + qualified_name<Op>(), Route::DirectKernel);
-}
+template <typename Op, typename CpuStructured>
+struct AliasLane {
+  static size_t impl(torch::Library& library) {
+    return impl_kernel<Op, at::native::openreg::StructuredOnAliases<Op, CpuStructured>>(library);
+  }
+};
 
 // DOC START: structured-kernel-list
 template <typename... Lanes>
 size_t impl_lanes(torch::Library& library) {
-  (impl_lane<Lanes>(library), ...);
-  return sizeof...(Lanes);
+  return (Lanes::impl(library) + ...);
 }
 
 size_t register_structured_ops(torch::Library& library) {
@@ -167,6 +211,36 @@ size_t register_structured_ops(torch::Library& library) {
       ComparisonLane<ops::ge_Tensor, cpu::structured_ge_Tensor_out>,
       ComparisonLane<ops::ge_Scalar, cpu::structured_ge_Scalar_out>,
       // unary, activations and their backward
+      UnaryLanes<ops::sin, ops::sin_, cpu::structured_sin_out>,
+      UnaryLanes<ops::cos, ops::cos_, cpu::structured_cos_out>,
+      UnaryLanes<ops::tan, ops::tan_, cpu::structured_tan_out>,
+      UnaryLanes<ops::asin, ops::asin_, cpu::structured_asin_out>,
+      UnaryLanes<ops::acos, ops::acos_, cpu::structured_acos_out>,
+      UnaryLanes<ops::atan, ops::atan_, cpu::structured_atan_out>,
+      UnaryLanes<ops::sinh, ops::sinh_, cpu::structured_sinh_out>,
+      UnaryLanes<ops::cosh, ops::cosh_, cpu::structured_cosh_out>,
+      UnaryLanes<ops::asinh, ops::asinh_, cpu::structured_asinh_out>,
+      UnaryLanes<ops::acosh, ops::acosh_, cpu::structured_acosh_out>,
+      UnaryLanes<ops::atanh, ops::atanh_, cpu::structured_atanh_out>,
+      UnaryLanes<ops::exp2, ops::exp2_, cpu::structured_exp2_out>,
+      UnaryLanes<ops::expm1, ops::expm1_, cpu::structured_expm1_out>,
+      UnaryLanes<ops::log2, ops::log2_, cpu::structured_log2_out>,
+      UnaryLanes<ops::log10, ops::log10_, cpu::structured_log10_out>,
+      UnaryLanes<ops::log1p, ops::log1p_, cpu::structured_log1p_out>,
+      UnaryLanes<ops::reciprocal, ops::reciprocal_, cpu::structured_reciprocal_out>,
+      UnaryLanes<ops::erf, ops::erf_, cpu::structured_erf_out>,
+      UnaryLanes<ops::erfc, ops::erfc_, cpu::structured_erfc_out>,
+      UnaryLanes<ops::erfinv, ops::erfinv_, cpu::structured_erfinv_out>,
+      UnaryLanes<ops::lgamma, ops::lgamma_, cpu::structured_lgamma_out>,
+      UnaryLanes<ops::digamma, ops::digamma_, cpu::structured_digamma_out>,
+      UnaryLanes<ops::sinc, ops::sinc_, cpu::structured_sinc_out>,
+      UnaryLanes<ops::sign, ops::sign_, cpu::structured_sign_out>,
+      UnaryLanes<ops::frac, ops::frac_, cpu::structured_frac_out>,
+      UnaryLanes<ops::bitwise_not, ops::bitwise_not_, cpu::structured_bitwise_not_out>,
+      UnaryLanes<ops::floor, ops::floor_, cpu::structured_floor_out>,
+      UnaryLanes<ops::ceil, ops::ceil_, cpu::structured_ceil_out>,
+      UnaryLanes<ops::trunc, ops::trunc_, cpu::structured_trunc_out>,
+      UnaryLanes<ops::round, ops::round_, cpu::structured_round_out>,
       StubLane<ops::neg, cpu::structured_neg_out>,
       StubLane<ops::exp, cpu::structured_exp_out>,
       StubLane<ops::log, cpu::structured_log_out>,
@@ -210,6 +284,8 @@ size_t register_structured_ops(torch::Library& library) {
       AliasLane<ops::sum_dim_IntList, cpu::structured_sum_out>,
       AliasLane<ops::mean_dim, cpu::structured_mean_out>,
       AliasLane<ops::amax, cpu::structured_amax_out>,
+      AliasLane<ops::tril, cpu::structured_tril_cpu>,
+      AliasLane<ops::triu, cpu::structured_triu_cpu>,
       AliasLane<ops::nll_loss_forward, cpu::structured_nll_loss_forward_out_cpu>,
       AliasLane<ops::nll_loss_backward, cpu::structured_nll_loss_backward_out_cpu>,
       // reductions, scans, selection, concatenation
@@ -252,7 +328,8 @@ size_t register_hot_ops(torch::Library& library) {
       ops::index_select,
       // activations, losses, normalisation, and their backward
       ops::gelu, ops::gelu_backward, ops::native_layer_norm,
-      ops::native_layer_norm_backward,
+      ops::native_layer_norm_backward, ops::native_dropout_backward,
+      ops::embedding_dense_backward,
       // random operators: their CPU kernels draw from the CPU generator an openreg one
       // wraps (kernel_generator); initialisation, dropout, sampling
       ops::bernoulli__float, ops::bernoulli__Tensor, ops::normal_, ops::uniform_,
@@ -292,6 +369,36 @@ OPENREG_STUB_ON_KERNEL_VIEW(le_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(gt_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(ge_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(neg_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(sin_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(cos_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(tan_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(asin_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(acos_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(atan_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(sinh_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(cosh_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(asinh_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(acosh_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(atanh_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(exp2_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(expm1_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(log2_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(log10_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(log1p_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(reciprocal_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(erf_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(erfc_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(erfinv_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(lgamma_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(digamma_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(sinc_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(sign_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(frac_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(bitwise_not_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(floor_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(ceil_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(trunc_stub)
+OPENREG_STUB_ON_KERNEL_VIEW(round_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(exp_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(log_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(sqrt_stub)
