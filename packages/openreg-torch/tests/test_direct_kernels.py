@@ -183,6 +183,7 @@ LANE_OTHERS = {
     "sigmoid_backward": lambda a, b: torch.ops.aten.sigmoid_backward(a, b),
     "silu": lambda a, b: F.silu(a),
     "relu": lambda a, b: F.relu(a) + b.t().relu_().t(),
+    "silu_": lambda a, b: F.silu(a.t(), inplace=True),
     "silu_backward": lambda a, b: torch.ops.aten.silu_backward(a, b),
     "threshold_backward": lambda a, b: torch.ops.aten.threshold_backward(a, b, 0.25),
     "addcmul_": lambda a, b: a.addcmul_(b, b, value=0.5),
@@ -209,7 +210,8 @@ def test_structured_lane_unary_ops_match_cpu(op, dtype):
 # (those calls take the direct kernel).
 LANE_UNARY_PAIRS = ("sin cos tan asin acos atan sinh cosh asinh acosh atanh exp2 expm1 log2 "
                     "log10 log1p reciprocal erf erfc erfinv lgamma digamma sinc sign frac "
-                    "bitwise_not floor ceil trunc round").split()
+                    "bitwise_not floor ceil trunc round neg exp log sqrt rsqrt tanh "
+                    "sigmoid").split()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8,
