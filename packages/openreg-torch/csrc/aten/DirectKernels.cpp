@@ -110,8 +110,8 @@
 #include "aten/DirectKernels.h"
 #include "aten/OperatorRoutes.h"
 #include "aten/native/Activation.h"
-#include "aten/native/StructuredOnDevice.h"
 #include "aten/native/Pow.h"
+#include "aten/native/StructuredOnDevice.h"
 #include "aten/native/StructuredPrecomputed.h"
 #include "aten/native/TensorCompare.h"
 #include "aten/native/UnaryOps.h"
@@ -128,11 +128,12 @@ std::string qualified_name() {
   return overload.empty() ? name : name + "." + overload;
 }
 
-template <typename Op>
-void impl(torch::Library& library) {
-  library.impl(qualified_name<Op>().c_str(),
-               TORCH_FN(at::native::openreg::DirectKernel<Op>::call));
+// Registers Kernel::call as operator Op's PrivateUse1 kernel (a direct kernel or a lane).
+template <typename Op, typename Kernel>
+size_t impl_kernel(torch::Library& library) {
+  library.impl(qualified_name<Op>().c_str(), TORCH_FN(Kernel::call));
   note_route("aten::" + qualified_name<Op>(), Route::DirectKernel);
+  return 1;
 }
 
 // The lean lanes (aten/native/StructuredOnDevice.h) of operator Op, through the CPU's
@@ -144,13 +145,6 @@ void impl(torch::Library& library) {
 // from the STUB's in the last bits (gelu(inf) is nan there); its direct kernel runs the
 // CPU's impl() on CPU aliases, which takes the same branch as on the CPU.
 using at::native::openreg::structured_detail::Outputs;
-
-template <typename Op, typename Kernel>
-size_t impl_kernel(torch::Library& library) {
-  library.impl(qualified_name<Op>().c_str(), TORCH_FN(Kernel::call));
-  note_route("aten::" + qualified_name<Op>(), Route::DirectKernel);
-  return 1;
-}
 
 template <typename Op, typename CpuStructured, Outputs outputs = Outputs::CommonDtype>
 struct StubLane {
@@ -315,8 +309,7 @@ size_t register_structured_ops(torch::Library& library) {
 // DOC START: direct-kernel-list
 template <typename... Ops>
 size_t impl_all(torch::Library& library) {
-  (impl<Ops>(library), ...);
-  return sizeof...(Ops);
+  return (impl_kernel<Ops, at::native::openreg::DirectKernel<Ops>>(library) + ...);
 }
 
 size_t register_hot_ops(torch::Library& library) {
