@@ -29,18 +29,15 @@ struct LeavesToDirectKernel<at::native::structured_clamp_out> {
   }
 };
 
-template <>
-struct LeavesToDirectKernel<at::native::structured_clamp_min_out> {
-  static bool call(const at::Tensor& /*self*/, const at::Scalar& min) {
-    return is_nan_bound(min);
+// clamp_min(x, bound), clamp_max(x, bound).
+struct NanBoundIsFilled {
+  static bool call(const at::Tensor& /*self*/, const at::Scalar& bound) {
+    return is_nan_bound(bound);
   }
 };
-
 template <>
-struct LeavesToDirectKernel<at::native::structured_clamp_max_out> {
-  static bool call(const at::Tensor& /*self*/, const at::Scalar& max) {
-    return is_nan_bound(max);
-  }
-};
+struct LeavesToDirectKernel<at::native::structured_clamp_min_out> : NanBoundIsFilled {};
+template <>
+struct LeavesToDirectKernel<at::native::structured_clamp_max_out> : NanBoundIsFilled {};
 
 } // namespace at::native::openreg
