@@ -95,7 +95,9 @@ class _Worker:
                 self.proc.wait(timeout=10)
 
 
-def measure_autoload_overhead(quick: bool, reps: int, warmup: int):
+def measure_autoload_overhead(quick: bool, reps: int, warmup: int, device_autoload: bool = True):
+    """``device_autoload=False`` loads openreg in neither process (an A/A run): what the row
+    measures between two identical processes, its noise floor on the machine."""
     import torch
     from workloads import Measured
 
@@ -103,11 +105,11 @@ def measure_autoload_overhead(quick: bool, reps: int, warmup: int):
     if quick:
         warmup = 0  # the check step has warmed both processes; start-up dominates anyway
     with tempfile.TemporaryDirectory(prefix="openreg-bench-") as tmp:
-        workers = {"cpu": _Worker(False, tmp), "device": _Worker(True, tmp)}
+        workers = {"cpu": _Worker(False, tmp), "device": _Worker(device_autoload, tmp)}
         try:
             ready = {side: w.reply(START_TIMEOUT_S).split() for side, w in workers.items()}
             loaded = {side: r[1] for side, r in ready.items()}
-            if loaded != {"cpu": "0", "device": "1"}:
+            if loaded != {"cpu": "0", "device": str(int(device_autoload))}:
                 raise RuntimeError(f"autoload did not do what the environment says: {loaded} "
                                    "(openreg_torch imported: 1)")
             if ready["cpu"][2] != ready["device"][2]:
@@ -136,8 +138,13 @@ def measure_autoload_overhead(quick: bool, reps: int, warmup: int):
         finally:
             for w in workers.values():
                 w.close()
+    device_side = "autoload on" if device_autoload else "autoload off too (A/A)"
     return Measured(times=times, inner=inner, correct=mismatch is None, mismatch=mismatch,
-                    note="CPU only: cpu = autoload off, device = autoload on")
+                    note=f"CPU only: cpu = autoload off, device = {device_side}")
+
+
+def measure_autoload_noise(quick: bool, reps: int, warmup: int):
+    return measure_autoload_overhead(quick, reps, warmup, device_autoload=False)
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--worker"]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-from autoload_overhead import measure_autoload_overhead
+from autoload_overhead import measure_autoload_noise, measure_autoload_overhead
 from torch import nn
 
 MiB = 1 << 20
@@ -35,7 +35,9 @@ class Case:
 class Workload:
     name: str
     description: str
-    target: float
+    # None: a context row, measured and shown but not judged and left out of the geomean
+    # (it measures something the device cannot change, to set another row against it).
+    target: float | None
     build: Callable[[torch.device, bool], Case]
     reps: int = 15  # timed repetitions per side (full run)
     quick_reps: int = 3
@@ -126,7 +128,7 @@ def build_adamw_foreach(device: torch.device, quick: bool) -> Case:
     return Case(run=run, result=lambda: _params(model), inner=inner)
 
 
-def build_dataloader(device: torch.device, quick: bool) -> Case:
+def build_dataloader(device: torch.device, quick: bool, move: bool = True) -> Case:
     """One epoch of a small TensorDataset (CIFAR-sized samples, batch 64) through a DataLoader.
 
     The device side is what a training script writes for an accelerator:
@@ -138,15 +140,21 @@ def build_dataloader(device: torch.device, quick: bool) -> Case:
     little. ``num_workers=0`` keeps both sides in this process (workers would measure process
     start-up and IPC, alike on both sides). Each batch is consumed by one ``add_`` into an
     accumulator on both sides, which also makes the whole epoch checkable.
+
+    ``move=False`` keeps the pinning but nothing else of the device side: the batches are
+    pinned (PyTorch's own copy into openreg's pinned memory, as for any accelerator) and
+    consumed on the CPU. That is the floor under the device side that no device can lower.
     """
     _seed(0)
     data = torch.utils.data.TensorDataset(torch.randn(2048, 3, 32, 32),
                                           torch.randint(0, 10, (2048,)))
-    on_device = device.type != "cpu"
+    pinned = device.type != "cpu"
+    on_device = pinned and move
     loader = torch.utils.data.DataLoader(data, batch_size=64, shuffle=False, num_workers=0,
-                                         pin_memory=on_device)
-    acc = torch.zeros(3, 32, 32, device=device)
-    labels = torch.zeros((), dtype=torch.long, device=device)
+                                         pin_memory=pinned)
+    consumer = device if on_device else torch.device("cpu")
+    acc = torch.zeros(3, 32, 32, device=consumer)
+    labels = torch.zeros((), dtype=torch.long, device=consumer)
 
     def run():
         acc.zero_()
@@ -159,6 +167,10 @@ def build_dataloader(device: torch.device, quick: bool) -> Case:
             labels.add_(yb.sum())
 
     return Case(run=run, result=lambda: [acc, labels])
+
+
+def build_dataloader_pinning_only(device: torch.device, quick: bool) -> Case:
+    return build_dataloader(device, quick, move=False)
 
 
 def build_transformer(device: torch.device, quick: bool, wrap=lambda model: model) -> Case:
@@ -443,6 +455,9 @@ WORKLOADS: list[Workload] = [
     Workload("dataloader_pinned", "DataLoader epoch, 2048x3x32x32 batch 64; device: "
              "pin_memory + non_blocking .to() (CPU: no pinning, no move)", 1.10,
              build_dataloader, reps=31),
+    Workload("dataloader_pinning_only", "dataloader_pinned's floor: its CPU side with "
+             "pin_memory=True, batches consumed on the CPU (no device work; context row)", None,
+             build_dataloader_pinning_only, reps=31),
     Workload("compiled_mlp_step", "torch.compile'd MLP 512-1024-1024-10, batch 256, fwd+bwd "
              "(eager Adam step)", 1.05, build_compiled_mlp, reps=61),
     Workload("compiled_mlp_step_cpp_wrapper", "compiled_mlp_step with Inductor's C++ wrapper "
@@ -455,6 +470,9 @@ WORKLOADS: list[Workload] = [
     Workload("cpu_autoload_overhead", "MLP train step on the CPU, process with openreg "
              "autoloaded vs TORCH_DEVICE_BACKEND_AUTOLOAD=0 (columns: off / on)", 1.01,
              build=None, reps=31, quick_reps=2, warmup=2, measure=measure_autoload_overhead),
+    Workload("cpu_autoload_noise", "cpu_autoload_overhead with openreg autoloaded in neither "
+             "process: the row's noise between two identical processes (context row)", None,
+             build=None, reps=31, quick_reps=2, warmup=2, measure=measure_autoload_noise),
 ]
 
 BY_NAME = {w.name: w for w in WORKLOADS}

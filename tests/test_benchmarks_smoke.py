@@ -4,14 +4,20 @@ Ratios are not asserted: they depend on the machine and its load.
 """
 
 import json
+import math
 import sys
 from pathlib import Path
+
+import pytest
 
 from openreg_torch.testing import run_process
 
 RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
-# One in-process row of each kind, plus the row measured in two worker processes.
-WORKLOADS = ["add_1elem", "empty_cached", "mul_add_1", "cpu_autoload_overhead"]
+# One in-process row of each kind, the row measured in two worker processes, and a context row
+# (no target: shown, not judged).
+WORKLOADS = ["add_1elem", "empty_cached", "mul_add_1", "cpu_autoload_overhead",
+             "dataloader_pinning_only"]
+CONTEXT = {"dataloader_pinning_only"}
 
 
 def test_quick_run_writes_results(tmp_path):
@@ -41,12 +47,19 @@ def test_quick_run_writes_results(tmp_path):
 
     assert [w["name"] for w in result["workloads"]] == WORKLOADS
     for w in result["workloads"]:
-        for key in ("target", "cpu_median_s", "device_median_s", "ratio", "met", "correct",
+        for key in ("target", "cpu_median_s", "device_median_s", "ratio", "correct",
                     "cpu_times_s", "device_times_s"):
             assert key in w, (w["name"], key)
         assert w["correct"] is True and w["error"] is None
         assert w["cpu_median_s"] > 0 and w["device_median_s"] > 0
         assert len(w["cpu_times_s"]) == len(w["device_times_s"]) > 0
+        # Judged rows say whether they met their target; context rows are not judged.
+        assert (w["target"] is None) == (w["name"] in CONTEXT)
+        assert ("met" in w) == (w["target"] is not None), w["name"]
+
+    judged = [w["ratio"] for w in result["workloads"] if w["target"] is not None]
+    assert result["geomean_ratio"] == pytest.approx(
+        math.exp(sum(map(math.log, judged)) / len(judged)))
 
 
 def test_unknown_workload_is_rejected(tmp_path):
