@@ -526,6 +526,22 @@ def test_unsupported_layouts_get_a_clear_error():
     x = torch.randn(3, 3, device=DEV)
     with pytest.raises(RuntimeError, match="Mkldnn tensor; openreg supports strided tensors only"):
         x.to_mkldnn()
+    # Quantized results are strided but carry a quantizer an openreg tensor cannot keep:
+    # refused, not returned as a tensor of a quantized dtype no operator can read.
+    with pytest.warns(UserWarning, match="deprecated"), \
+            pytest.raises(NotImplementedError, match="quantize_per_tensor produced a quantized"):
+        torch.quantize_per_tensor(x, 0.1, 0, torch.qint8)
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+@pytest.mark.parametrize("length", [0, 1, 2, 9])
+def test_kaiser_window_runs_the_stub_its_composite_calls(length, periodic):
+    # kaiser_window's composite kernel calls kaiser_window_stub on an iterator over openreg
+    # tensors; openreg's entry launches the CPU loop itself.
+    expected = torch.kaiser_window(length, periodic, 12.0, dtype=torch.float64)
+    actual = torch.kaiser_window(length, periodic, 12.0, dtype=torch.float64, device="openreg:1")
+    assert actual.device == torch.device("openreg:1")
+    torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0)
 
 
 # Input aliases come from a per-thread cache and are re-pointed at each use

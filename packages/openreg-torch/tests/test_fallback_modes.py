@@ -93,6 +93,27 @@ def test_copy_mode(run_python):
                                              "named missing"]
 
 
+def test_copy_mode_moves_nested_tensors_and_refuses_their_operators(run_python):
+    # The copy fallback moved a nested argument to the CPU through itself and recursed until
+    # the stack overflowed (SIGSEGV). Nested moves now take PyTorch's nested _to_copy; the
+    # copy fallback still runs dense CPU kernels only, so a nested operator raises.
+    result = run_python(
+        """
+        import warnings; warnings.filterwarnings("ignore")
+        import torch
+        nested = torch.nested.nested_tensor([torch.ones(2), torch.arange(3.0)], device="openreg")
+        print(nested.cpu().device, [c.tolist() for c in nested.cpu().unbind()])
+        try:
+            nested.relu()
+        except NotImplementedError as error:
+            print("refused")
+        """,
+        env={"OPENREG_FALLBACK": "copy"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["cpu [[1.0, 1.0], [0.0, 1.0, 2.0]]", "refused"]
+
+
 def test_selective_mode_allows_only_listed_ops(run_python):
     result = run_python(
         """

@@ -17,6 +17,8 @@ def sample_all(device):
         torch.multinomial(torch.ones(10, device=device), 5),
         torch.randperm(20, device=device),
         torch.nn.functional.dropout(torch.ones(64, device=device), p=0.5),
+        # p=0 still draws (an all-ones mask), so the numbers after it stay the CPU's.
+        torch.native_dropout(torch.ones(8, device=device), 0.0, True)[0],
         torch.empty(30, device=device).exponential_(2.0),
         torch.empty(30, device=device).cauchy_(),
         torch.empty(30, device=device, dtype=torch.float64).log_normal_(),

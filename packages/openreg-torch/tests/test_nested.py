@@ -44,3 +44,15 @@ def test_strided_nested_tensor_ops_match_cpu():
         return [component.cpu() for component in result.unbind()]
 
     torch.testing.assert_close(run("openreg"), run("cpu"))
+
+
+@pytest.mark.parametrize("target", ["cpu", "openreg:1", "openreg:0"])
+def test_strided_nested_tensors_move_between_devices(target):
+    components = [torch.arange(-3.0, 3.0).reshape(2, 3), torch.ones(4, 3)]
+    on_device = torch.nested.nested_tensor(components, device="openreg")
+    moved = on_device.to(target)
+    assert moved.is_nested and moved.device == torch.device(target)
+    back = torch.nested.nested_tensor(components).to(target)  # from the CPU
+    assert back.is_nested and back.device == torch.device(target)
+    for nested in (moved, back, on_device.cpu()):
+        torch.testing.assert_close([c.cpu() for c in nested.unbind()], components)

@@ -412,5 +412,18 @@ OPENREG_STUB_ON_KERNEL_VIEW(addcdiv_stub)
 OPENREG_STUB_ON_KERNEL_VIEW(lerp_kernel_scalar_weight)
 OPENREG_STUB_ON_KERNEL_VIEW(lerp_kernel_tensor_weight)
 #undef OPENREG_STUB_ON_KERNEL_VIEW
+
+// A STUB that a composite operator calls itself: kaiser_window (CompositeExplicitAutograd)
+// builds an iterator over openreg tensors (arange's result and the window) and calls
+// kaiser_window_stub for the device. No openreg kernel is running, so this entry launches
+// the CPU's loop on the kernel view as a kernel of its own.
+namespace {
+void kaiser_window_on_device(TensorIteratorBase& iter, int64_t window_length, double beta) {
+  openreg::launch_on_kernel_view(iter, "aten::kaiser_window", [&] {
+    kaiser_window_stub(c10::DeviceType::CPU, iter, window_length, beta);
+  });
+}
+} // namespace
+REGISTER_PRIVATEUSE1_DISPATCH(kaiser_window_stub, &kaiser_window_on_device)
 } // namespace at::native
 // DOC END: structured-kernel-stubs

@@ -21,6 +21,7 @@
 #include <ATen/ops/_nested_tensor_storage_offsets_native.h>
 #include <ATen/ops/_nested_tensor_strides_native.h>
 #include <ATen/ops/_nested_view_from_buffer_native.h>
+#include <ATen/ops/_to_copy_native.h>
 #include <ATen/ops/_nnz_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors_native.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_native.h>
@@ -62,6 +63,7 @@
 #include "aten/native/Random.h"
 #include "aten/native/ShallowCopy.h"
 #include "aten/native/SparseTensor.h"
+#include "aten/native/SummaryOps.h"
 #include "inductor/OpenRegModelContainerRunner.h"
 
 namespace at::openreg {
@@ -97,6 +99,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   own(m, "set_", TORCH_FN(native::set_empty));
   own(m, "record_stream", TORCH_FN(native::record_stream));
   own(m, "native_dropout", TORCH_FN(native::native_dropout));
+  own(m, "histc", TORCH_FN(native::histc));
   // PrivateUse1's own entry points for convolutions (they never reach the fallback).
   own(m, "convolution_overrideable", TORCH_FN(native::convolution_overrideable));
   own(m, "convolution_backward_overrideable",
@@ -196,6 +199,11 @@ TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
   m.impl("_nested_tensor_size", OPENREG_GENERIC(_nested_tensor_size));
   m.impl("_nested_tensor_strides", OPENREG_GENERIC(_nested_tensor_strides));
   m.impl("_nested_tensor_storage_offsets", OPENREG_GENERIC(_nested_tensor_storage_offsets));
+  // Moves between devices copy the buffer and keep the metadata, as CUDA's do; the empty
+  // result may be on another device (through the fallback it would be put back on the
+  // call's device).
+  m.impl("_to_copy", OPENREG_GENERIC(_to_copy_nested));
+  m.impl("empty_like", OPENREG_GENERIC(empty_like_nested));
 }
 
 TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {

@@ -91,14 +91,18 @@ void DeviceCall::use_device(c10::Device device) {
 }
 
 at::Tensor DeviceCall::alias(const at::Tensor& original) {
-  return make_alias(original, /*output=*/false);
+  return make_alias(original, /*output=*/false, /*written=*/false);
+}
+
+at::Tensor DeviceCall::alias_written(const at::Tensor& original) {
+  return make_alias(original, /*output=*/false, /*written=*/true);
 }
 
 at::Tensor DeviceCall::alias_output(const at::Tensor& original) {
-  return make_alias(original, /*output=*/true);
+  return make_alias(original, /*output=*/true, /*written=*/true);
 }
 
-at::Tensor DeviceCall::make_alias(const at::Tensor& original, bool output) {
+at::Tensor DeviceCall::make_alias(const at::Tensor& original, bool output, bool written) {
   if (!original.defined() || original.device().type() != c10::kPrivateUse1) {
     return original;  // CPU tensors go to the CPU kernel as they are
   }
@@ -108,20 +112,90 @@ at::Tensor DeviceCall::make_alias(const at::Tensor& original, bool output) {
   TORCH_CHECK(original.layout() == c10::kStrided, "openreg: ", op_name_, " got a ",
               original.layout(), " tensor; openreg supports strided tensors only");
   if (output) {
-    at::Tensor alias = kernel_alias(original, routing_allocator());
-    aliased_.push_back({&original, alias, output});
-    return alias;
-  }
-  // An input passed twice (a * a) is one tensor to the CPU kernel too.
-  for (const Aliased& entry : aliased_) {
-    if (!entry.output &&
-        entry.original->unsafeGetTensorImpl() == original.unsafeGetTensorImpl()) {
-      return entry.alias;
+    aliased_.push_back({&original, kernel_alias(original, routing_allocator()),
+                        original.storage().unsafeGetStorageImpl(), output, written});
+  } else {
+    // A tensor passed twice (a * a, x.op_(x)) is one tensor to the CPU kernel too.
+    for (size_t index = 0; index < aliased_.size(); ++index) {
+      Aliased& entry = aliased_[index];
+      if (!entry.output &&
+          entry.original->unsafeGetTensorImpl() == original.unsafeGetTensorImpl()) {
+        if (written && !entry.written) {
+          entry.written = true;
+          share_written_storage(index);
+        }
+        return entry.alias;
+      }
     }
+    aliased_.push_back({&original, input_kernel_alias(original),
+                        original.storage().unsafeGetStorageImpl(), output, written});
   }
-  aliased_.push_back({&original, input_kernel_alias(original), output});
+  share_written_storage(aliased_.size() - 1);
   return aliased_.back().alias;
 }
+
+// DOC START: shared-alias-storage
+// Each alias has a storage of its own, but CPU kernels tell whether what they write
+// overlaps what they read by comparing storages (TensorIterator's overlap checks,
+// assert_no_overlap): `x[1:].copy_(x[:-1])` or `torch.cumsum(x[:-1], 0, out=x[1:])` must
+// raise "unsupported operation" as on the CPU, not read what they already overwrote. So
+// when an argument shares its device storage with another and either is written, their
+// aliases are given one storage: the resizable output's when there is one (a resize is
+// then seen through every alias, as on the CPU), else the first one's. Aliases of inputs
+// that are only read keep their own (q, k and v split from one tensor stay cached).
+void DeviceCall::share_written_storage(size_t changed) {
+  if (!shares_device_storage(changed)) {
+    return;  // nearly every call
+  }
+  const c10::StorageImpl* device_storage = aliased_[changed].device_storage;
+  c10::SmallVector<size_t, 2> sharing;
+  bool any_written = false;
+  for (size_t index = 0; index < aliased_.size(); ++index) {
+    if (aliased_[index].device_storage == device_storage) {
+      sharing.push_back(index);
+      any_written = any_written || aliased_[index].written;
+    }
+  }
+  if (!any_written) {
+    return;
+  }
+  size_t keeper = sharing.front();
+  for (size_t index : sharing) {
+    if (aliased_[index].output) {
+      keeper = index;
+    }
+  }
+  const c10::Storage storage = aliased_[keeper].alias.storage();
+  for (size_t index : sharing) {
+    c10::TensorImpl* alias = aliased_[index].alias.unsafeGetTensorImpl();
+    if (alias->storage().unsafeGetStorageImpl() != storage.unsafeGetStorageImpl()) {
+      // A cached input alias given another storage is not reused after this call (its
+      // storage is no longer its own): the alias cache makes a new one.
+      alias->set_storage_keep_dtype(storage);
+    }
+  }
+}
+
+// Whether another alias of this call has `entry`'s device storage. A few aliases are
+// scanned; a call with many (tensor lists: a _foreach operator over a model's parameters)
+// counts them per storage, so the check stays constant time per alias.
+bool DeviceCall::shares_device_storage(size_t entry) {
+  constexpr size_t kScanned = 8;
+  const c10::StorageImpl* device_storage = aliased_[entry].device_storage;
+  if (aliased_.size() <= kScanned) {
+    for (size_t index = 0; index < aliased_.size(); ++index) {
+      if (index != entry && aliased_[index].device_storage == device_storage) {
+        return true;
+      }
+    }
+    return false;
+  }
+  for (; counted_ < aliased_.size(); ++counted_) {
+    ++aliases_per_storage_[aliased_[counted_].device_storage];
+  }
+  return aliases_per_storage_[device_storage] > 1;
+}
+// DOC END: shared-alias-storage
 
 // DOC START: member-alias
 // Sparse and nested tensors (MemberKernelView.h): their members are held here (their
@@ -132,7 +206,7 @@ at::Tensor DeviceCall::make_member_alias(const at::Tensor& original, bool output
   for (at::Tensor& member : member_tensors(original)) {
     const at::Tensor& held = held_members_.emplace_back(std::move(member));
     entry.members.push_back(&held);
-    entry.member_aliases.push_back(make_alias(held, output));
+    entry.member_aliases.push_back(make_alias(held, output, output));
   }
   entry.alias = tensor_over_members(original, entry.member_aliases, c10::Device(c10::kCPU));
   kernel_keys_ = kernel_keys_.add(cpu_kernel_key(original));
@@ -279,6 +353,11 @@ at::Tensor DeviceCall::to_device(const at::Tensor& result) {
   }
   TORCH_CHECK(result.layout() == c10::kStrided, "openreg: ", op_name_, " produced a ",
               result.layout(), " tensor; openreg supports strided tensors only");
+  // Its quantizer would be lost: an openreg tensor of a quantized dtype that no operator
+  // can read.
+  TORCH_CHECK_NOT_IMPLEMENTED(!result.is_quantized(), "openreg: ", op_name_,
+                              " produced a quantized tensor; openreg does not support "
+                              "quantized tensors");
   const c10::StorageImpl* storage = result.storage().unsafeGetStorageImpl();
   // A view of an input: the same view of the device tensor.
   if (const at::Tensor* original = original_over(storage)) {

@@ -32,6 +32,7 @@
 #include <list>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 
 #include "execution/AllocationRouting.h"
 #include "execution/CallDevice.h"
@@ -72,6 +73,8 @@ class OPENREG_TORCH_API DeviceCall {
   //    sparse or nested tensor becomes a CPU one over its members' aliases
   //    (MemberKernelView.h).
   at::Tensor alias(const at::Tensor& original);
+  // The same for an argument the kernel writes in place (never resizes).
+  at::Tensor alias_written(const at::Tensor& original);
   // The same for an output the kernel may resize (out=); see write_back().
   at::Tensor alias_output(const at::Tensor& original);
   // The dispatch keys of the CPU kernel for the aliases made so far: CPU, and
@@ -107,7 +110,9 @@ class OPENREG_TORCH_API DeviceCall {
   struct Aliased {
     const at::Tensor* original;
     at::Tensor alias;
-    bool output;
+    const c10::StorageImpl* device_storage;  // the original's
+    bool output;   // may be resized (out=)
+    bool written;  // written in place or an output
   };
 
   // A sparse argument: its alias, and its members as held here with their aliases.
@@ -119,7 +124,9 @@ class OPENREG_TORCH_API DeviceCall {
     c10::SmallVector<at::Tensor, 3> member_aliases;
   };
 
-  at::Tensor make_alias(const at::Tensor& original, bool output);
+  at::Tensor make_alias(const at::Tensor& original, bool output, bool written);
+  void share_written_storage(size_t changed);
+  bool shares_device_storage(size_t entry);
   at::Tensor make_member_alias(const at::Tensor& original, bool output);
   const at::Tensor* original_over(const c10::StorageImpl* alias_storage) const;
   const at::Tensor* member_original_of(const at::Tensor& alias) const;
@@ -132,6 +139,9 @@ class OPENREG_TORCH_API DeviceCall {
   std::optional<c10::Device> device_;
   c10::openreg::CurrentDeviceGuard guard_;  // set only if another device is current
   c10::SmallVector<Aliased, 4> aliased_;
+  // How many aliases each device storage has, kept once a call has many (tensor lists).
+  std::unordered_map<const c10::StorageImpl*, uint32_t> aliases_per_storage_;
+  size_t counted_ = 0;  // aliased_ entries counted there
   c10::SmallVector<MemberAliased, 1> member_aliased_;
   std::list<at::Tensor> held_members_;  // stable addresses; allocates nothing while empty
   c10::DispatchKeySet kernel_keys_{c10::DispatchKey::CPU};

@@ -58,7 +58,7 @@ inline at::Tensor to_kernel(DeviceCall& call, const at::Tensor& tensor) {
 // A mutable argument: `self` of an in-place operator, whose storage never changes
 // (out= variants, whose outputs may be resized, stay on the boxed fallback).
 inline at::Tensor to_kernel(DeviceCall& call, at::Tensor& tensor) {
-  return call.alias(tensor);
+  return call.alias_written(tensor);
 }
 inline std::optional<at::Tensor> to_kernel(DeviceCall& call,
                                            const std::optional<at::Tensor>& tensor) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -67,7 +68,7 @@ void kernel_copy(const Tensor& src, const Tensor& dst, c10::Device device) {
   DeviceCall call("aten::_copy_from");
   call.use_device(device);
   const Tensor src_view = call.alias(src);
-  const Tensor dst_view = call.alias(dst);
+  const Tensor dst_view = call.alias_written(dst);
   call.launch([&] { dst_view.copy_(src_view); }, Allocations::Host);
 }
 
@@ -82,6 +83,10 @@ Tensor _copy_from(const Tensor& source, const Tensor& dst, bool non_blocking) {
   if (dst.numel() == 0) {
     return dst;
   }
+  // copy_ hands non-CPU devices to _copy_from before the CPU's TensorIterator would check
+  // overlaps: the same checks, with the CPU's errors (a flat copy would just memmove).
+  at::assert_no_internal_overlap(dst);
+  at::assert_no_partial_overlap(dst, source);
   // copy_ hands over the source unbroadcast; expanding is a view, never a copy.
   const Tensor self = source.expand(dst.sizes());
   // The copy runs on the current stream of the destination device (the source's for

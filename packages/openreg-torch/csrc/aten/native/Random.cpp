@@ -9,7 +9,9 @@ namespace at::native::openreg {
 // DOC START: native-dropout
 std::tuple<Tensor, Tensor> native_dropout(const Tensor& input, double p,
                                           std::optional<bool> train) {
-  if (input.numel() == 0 || !train.value_or(true) || p == 0) {
+  // p == 0 still draws (an all-ones mask): the generator then advances as the CPU's and
+  // CUDA's do, and the numbers drawn after this call are theirs.
+  if (input.numel() == 0 || !train.value_or(true)) {
     return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
   }
   if (p == 1) {
