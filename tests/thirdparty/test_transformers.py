@@ -39,6 +39,17 @@ def llama(**kw):
     return transformers.LlamaForCausalLM(config)
 
 
+def mixtral(**kw):
+    # Mixture of experts: off the CPU, transformers' grouped_mm experts count the tokens
+    # routed to each expert with torch.histc of an int tensor (CUDA's coverage).
+    config = transformers.MixtralConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                                        num_hidden_layers=1, num_attention_heads=4,
+                                        num_key_value_heads=2, num_local_experts=4,
+                                        num_experts_per_tok=2, max_position_embeddings=64,
+                                        **SPECIAL, **kw)
+    return transformers.MixtralForCausalLM(config)
+
+
 def bert(**kw):
     config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
                                      num_hidden_layers=2, num_attention_heads=4,
@@ -112,6 +123,7 @@ def image_batch(generator):
 MODELS = {
     "gpt2": (gpt2, causal_lm_batch),
     "llama": (llama, causal_lm_batch),
+    "mixtral": (mixtral, causal_lm_batch),
     "bert": (bert, masked_lm_batch),
     "t5": (t5, seq2seq_batch),
     "whisper": (whisper, speech_batch),
