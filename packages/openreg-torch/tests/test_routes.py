@@ -67,6 +67,29 @@ def test_deny_and_allow_change_the_route(run_python):
     assert result.stdout.strip() == "zero-copy fallback | denied True | zero-copy fallback"
 
 
+def test_deny_and_allow_replace_a_direct_kernel(run_python):
+    # A per-operator registration replaces whatever served the operator: mul.Tensor's lean
+    # lane is denied, then allowed onto the fallback, which computes the same.
+    result = run_python(
+        """
+        import torch, openreg_torch
+        from openreg_torch import fallback
+        before = fallback.route_of("aten::mul.Tensor")
+        fallback.deny("aten::mul.Tensor")
+        x = torch.arange(3.0, device="openreg")
+        try:
+            x * x
+            raised = False
+        except NotImplementedError:
+            raised = True
+        fallback.allow("aten::mul.Tensor")
+        print(before, "|", raised, "|", fallback.route_of("aten::mul.Tensor"), (x * x).tolist())
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "direct kernel | True | zero-copy fallback [0.0, 1.0, 4.0]"
+
+
 def test_selective_mode_denies_what_is_not_allowed(run_python):
     result = run_python(
         """

@@ -32,12 +32,14 @@ def route_of(operator: str) -> str:
 
 
 def allow(*operators: str) -> None:
-    """Let these operators (e.g. "aten::add.Tensor") fall back even in selective mode."""
+    """Let these operators (e.g. "aten::add.Tensor") fall back even in selective mode. The
+    fallback then serves them in place of any route they had (a direct kernel included)."""
     for operator in operators:
         _C._register_fallback_for(operator, True)
 
 
 def deny(*operators: str) -> None:
-    """Make these operators raise NotImplementedError instead of falling back."""
+    """Make these operators raise NotImplementedError, in any mode and whatever route served
+    them (the fallback, a direct kernel, a lean lane or an own kernel)."""
     for operator in operators:
         _C._register_fallback_for(operator, False)
