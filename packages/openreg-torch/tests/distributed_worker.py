@@ -144,19 +144,53 @@ def check_init_pair(rank, world):
 
 def check_cpu_only_groups(rank, world):
     """What CPU-only programs see is what they see without openreg."""
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
     for backend in ("gloo", "cpu:gloo"):
         init(backend)
         try:
-            assert dist.group.WORLD.name() == "gloo", (backend, dist.group.WORLD.name())
+            group = dist.group.WORLD
+            assert group.name() == "gloo", (backend, group.name())
             assert dist.get_backend() == backend
+            # The name c10d gave the group, which DeviceMesh and functional collectives
+            # resolve it by (the openreg stand-in once left it empty).
+            name = dist.distributed_c10d._get_process_group_name(group)
+            assert group.group_name == name != "", (group.group_name, name)
             t = data(rank)
             dist.all_reduce(t)
             assert_close(t, data(0) + data(1))
             objects = [None] * world
             dist.all_gather_object(objects, rank)
             assert objects == list(range(world))
+            # c10d asks the accelerator's backend for a barrier given device ids.
+            dist.barrier(device_ids=[rank])
+            assert_close(funcol.all_reduce(torch.ones(2), "sum", group), torch.full((2,), 2.0))
+            mesh = init_device_mesh("cpu", (world,))
+            full = distribute_tensor(torch.arange(4.0), mesh, [Shard(0)]).full_tensor()
+            assert_close(full, torch.arange(4.0))
         finally:
             dist.destroy_process_group()
+
+
+def check_detail_debug_keeps_cpu_collectives(rank, world):
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL wraps every backend; init_process_group() must still
+    serve CPU tensors (through the openreg backend's transport) as well as openreg ones."""
+    dist.set_debug_level(dist.DebugLevel.DETAIL)
+    try:
+        init()
+        try:
+            c = torch.ones(2)
+            dist.all_reduce(c)
+            assert_close(c, torch.full((2,), 2.0))
+            t = torch.ones(2, device=device())
+            dist.all_reduce(t)
+            assert_close(t.cpu(), torch.full((2,), 2.0))
+        finally:
+            dist.destroy_process_group()
+    finally:
+        dist.set_debug_level(dist.DebugLevel.OFF)
 
 
 def check_gloo_names_fix(rank, world):

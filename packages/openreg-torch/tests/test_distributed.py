@@ -183,6 +183,10 @@ def test_cpu_only_groups_unchanged(workers):
     workers.run("cpu_only_groups")
 
 
+def test_detail_debug_mode_keeps_cpu_collectives(workers):
+    workers.run("detail_debug_keeps_cpu_collectives")
+
+
 def test_gloo_group_names_the_fix_for_openreg_tensors(workers):
     workers.run("gloo_names_fix")
 

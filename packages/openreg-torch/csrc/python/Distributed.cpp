@@ -45,6 +45,14 @@ void init_distributed_bindings(py::module_& m) {
                                                               std::move(reason));
             },
             py::arg("rank"), py::arg("size"), py::arg("reason"))
+        .def_static(
+            "_unavailable",
+            [](int rank, int size, std::string reason,
+               c10::intrusive_ptr<c10d::Backend> barrier_backend) {
+              return c10::make_intrusive<ProcessGroupOpenReg>(
+                  rank, size, nullptr, std::move(reason), std::move(barrier_backend));
+            },
+            py::arg("rank"), py::arg("size"), py::arg("reason"), py::arg("barrier_backend"))
         .def_property_readonly("transport", &ProcessGroupOpenReg::transport);
   });
 }

@@ -73,7 +73,13 @@ def _complete_group(pg, backend) -> None:
       the transport of the openreg backend serves them directly (no second gloo).
     - A group without openreg's backend (e.g. ``"gloo"``) gets a stand-in whose every
       collective raises an error naming the fix, instead of c10d's "No backend type
-      associated with device type openreg".
+      associated with device type openreg". Barriers move no tensor: the group's gloo
+      serves them (c10d asks the accelerator's backend for ``barrier(device_ids=...)``).
+    - Under ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` c10d wraps each backend in a
+      ``_ProcessGroupWrapper``: the openreg backend is found inside it.
+    - Backends registered here get the group's name and description, which c10d gave
+      the group's backends before: a group reads its name from one of its backends, and
+      DeviceMesh, DTensor and functional collectives resolve groups by it.
     - With several backends and any third-party backend registered, PyTorch 2.13 leaves
       the group's default backend unset (it compares an upper-case plugin name with
       lower-case backend names): set it as intended there, and as later releases do
@@ -82,9 +88,10 @@ def _complete_group(pg, backend) -> None:
     from torch.distributed import ProcessGroup, ProcessGroupGloo
 
     cpu, openreg = torch.device("cpu"), torch.device(_DEVICE)
+    name, description = pg.group_name, pg.group_desc
     devices = {device.type for device in pg._device_types}
     if _DEVICE in devices:
-        backend_of_openreg = pg._get_backend(openreg)
+        backend_of_openreg = _unwrapped(pg._get_backend(openreg))
         if (
             str(backend) == "undefined"
             and "cpu" not in devices
@@ -93,16 +100,32 @@ def _complete_group(pg, backend) -> None:
             pg._register_backend(cpu, ProcessGroup.BackendType.GLOO, backend_of_openreg.transport)
     else:
         reason = _unavailable_reason(backend)
-        stand_in = ProcessGroupOpenReg._unavailable(pg.rank(), pg.size(), reason)
+        gloo = _unwrapped(pg._get_backend(cpu)) if "cpu" in devices else None
+        if isinstance(gloo, ProcessGroupGloo):
+            stand_in = ProcessGroupOpenReg._unavailable(pg.rank(), pg.size(), reason, gloo)
+        else:
+            stand_in = ProcessGroupOpenReg._unavailable(pg.rank(), pg.size(), reason)
         pg._register_backend(openreg, ProcessGroup.BackendType.CUSTOM, stand_in)
+    pg._set_group_name(name)
+    pg._set_group_desc(description)
     if pg.name() == "undefined":
         devices = {device.type for device in pg._device_types}
-        ours = pg._get_backend(openreg)
+        ours = _unwrapped(pg._get_backend(openreg))
         if isinstance(ours, ProcessGroupOpenReg) and ours.transport is not None:
             pg._set_default_backend(ProcessGroup.BackendType.CUSTOM)
-        elif "cpu" in devices and isinstance(pg._get_backend(cpu), ProcessGroupGloo):
+        elif "cpu" in devices and isinstance(_unwrapped(pg._get_backend(cpu)), ProcessGroupGloo):
             pg._set_default_backend(ProcessGroup.BackendType.GLOO)
 # DOC END: complete-group
+
+
+def _unwrapped(backend):
+    """The backend itself, also when TORCH_DISTRIBUTED_DEBUG=DETAIL wrapped it."""
+    from torch.distributed import distributed_c10d as c10d
+
+    wrapper = getattr(c10d, "_ProcessGroupWrapper", None)
+    if wrapper is not None and isinstance(backend, wrapper):
+        return backend.wrapped_pg
+    return backend
 
 
 def _wrap_new_process_group_helper(c10d) -> None:
