@@ -198,6 +198,39 @@ def test_init_process_group_without_backend(run_both):
     assert runs.assert_same().split("\n")[-2] == "done"
 
 
+def test_cpu_device_mesh_dtensor_and_barriers(run_both):
+    # DeviceMesh, DTensor and functional collectives find a group by the name c10d gave it;
+    # barrier(device_ids=...) asks the accelerator's backend; DETAIL debug wraps backends.
+    runs = run_both(
+        """
+        import os
+        import torch
+        import torch.distributed as dist
+        import torch.distributed._functional_collectives as funcol
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import Shard, distribute_tensor
+
+        port = os.environ["DO_NO_HARM_PORT"]
+        for backend, debug in (("gloo", "OFF"), (None, "DETAIL")):
+            dist.set_debug_level(getattr(dist.DebugLevel, debug))
+            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=0,
+                                    world_size=1)
+            group = dist.group.WORLD
+            print(repr(group.group_name), dist.distributed_c10d._get_process_group_name(group))
+            mesh = init_device_mesh("cpu", (1,))
+            print(distribute_tensor(torch.arange(4.0), mesh, [Shard(0)]).full_tensor().tolist())
+            print(funcol.all_reduce(torch.ones(2), "sum", group).tolist())
+            tensor = torch.ones(3)
+            dist.all_reduce(tensor)
+            dist.barrier(device_ids=[0])
+            print(tensor.tolist())
+            dist.destroy_process_group()
+        print("done")
+        """
+    )
+    assert runs.assert_same().split("\n")[-2] == "done"
+
+
 def test_dataloader_with_workers(run_both):
     runs = run_both(
         """
