@@ -664,9 +664,14 @@ def check_coalesced(rank, world):
         with _coalescing_manager(device=device(), async_ops=True) as cm:
             dist.broadcast(a, src=0)
             dist.broadcast(b, src=1)
+        # Its future: every member's results, on the device.
+        (coalesced,) = cm.works
+        results = coalesced.get_future().wait()
         cm.wait()
         assert_close(a.cpu(), data(0, (3,)))
         assert_close(b.cpu(), data(1, (4,)))
+        assert [r.device for r in results] == [device(), device()]
+        assert_close([r.cpu() for r in results], [data(0, (3,)), data(1, (4,))])
     finally:
         dist.destroy_process_group()
 

@@ -5,6 +5,8 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
+#include <algorithm>
+#include <mutex>
 #include <utility>
 
 namespace c10d::openreg {
@@ -169,17 +171,55 @@ class CoalescedWork : public Work {
 
   void synchronize() override { wait(kNoTimeout); }
 
-  std::vector<at::Tensor> result() override {
+  std::vector<at::Tensor> result() override { return results_of(works_); }
+
+  // Completed with every member's results once all members' futures are (the first error
+  // otherwise). Sends and receives have none, as alone: their members say so.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    std::call_once(future_once_, [this] {
+      c10::List<c10::intrusive_ptr<c10::ivalue::Future>> members(
+          c10::FutureType::create(c10::ListType::ofTensors()));
+      std::vector<c10::Device> devices;
+      for (auto& work : works_) {
+        c10::intrusive_ptr<c10::ivalue::Future> member = work->getFuture();
+        members.push_back(member);
+        for (const c10::Device& device : member->devices()) {
+          if (std::find(devices.begin(), devices.end(), device) == devices.end()) {
+            devices.push_back(device);
+          }
+        }
+      }
+      auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(),
+                                                             std::move(devices));
+      c10::collectAll(members)->addCallback([future, works = works_](c10::ivalue::Future& all) {
+        if (all.hasError()) {
+          future->setError(all.exception_ptr());
+          return;
+        }
+        try {
+          future->markCompleted(c10::IValue(results_of(works)));
+        } catch (...) {
+          future->setError(std::current_exception());
+        }
+      });
+      future_ = std::move(future);
+    });
+    return future_;
+  }
+
+ private:
+  static std::vector<at::Tensor> results_of(const std::vector<c10::intrusive_ptr<Work>>& works) {
     std::vector<at::Tensor> results;
-    for (auto& work : works_) {
+    for (const auto& work : works) {
       auto tensors = work->result();
       results.insert(results.end(), tensors.begin(), tensors.end());
     }
     return results;
   }
 
- private:
   std::vector<c10::intrusive_ptr<Work>> works_;
+  std::once_flag future_once_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
 } // namespace
