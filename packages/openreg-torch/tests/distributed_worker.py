@@ -12,6 +12,7 @@ next one a clean slate.
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime
 import faulthandler
 import gc
@@ -805,6 +806,41 @@ def check_ddp(rank, world, variant):
 
 
 # ------------------------------------------------------- DTensor, TP, FSDP2, DCP
+
+
+def check_sync_batch_norm(rank, world):
+    """SyncBatchNorm over orccl (its CUDA-only pieces are openreg kernels) normalizes by the
+    global batch: outputs, running statistics and gradients equal one CPU BatchNorm over the
+    whole batch, with uneven batches per rank."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    init()
+    try:
+        torch.manual_seed(0)
+        cpu_model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                                        torch.nn.ReLU()).double()
+        model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(copy.deepcopy(cpu_model))
+        ddp = DDP(model.to(device()))
+        generator = torch.Generator().manual_seed(7)
+        x = torch.randn(8, 3, 6, 6, dtype=torch.float64, generator=generator)
+        weights = torch.randn(8, 4, 4, 4, dtype=torch.float64, generator=generator)
+        mine = slice(0, 3) if rank == 0 else slice(3, 8)  # 3 and 5 samples
+
+        out = ddp(x[mine].to(device()))
+        (out * weights[mine].to(device())).sum().backward()
+        expected = cpu_model(x)
+        (expected * weights).sum().backward()
+
+        assert_close(out.detach().cpu(), expected.detach()[mine])
+        bn, cpu_bn = model[1], cpu_model[1]
+        assert isinstance(bn, torch.nn.SyncBatchNorm)
+        assert_close(bn.running_mean.cpu(), cpu_bn.running_mean)
+        assert_close(bn.running_var.cpu(), cpu_bn.running_var)
+        # DDP averages the ranks' gradients; the CPU model saw the whole batch at once.
+        for param, cpu_param in zip(model.parameters(), cpu_model.parameters()):
+            assert_close(param.grad.cpu() * world, cpu_param.grad)
+    finally:
+        dist.destroy_process_group()
 
 
 def mlp(dev):

@@ -264,6 +264,10 @@ def test_ddp_matches_cpu(workers, variant):
     workers.run("ddp", variant=variant)
 
 
+def test_sync_batch_norm_matches_one_cpu_batch_norm(workers):
+    workers.run("sync_batch_norm")
+
+
 # ------------------------------------------------------------ DTensor, TP, FSDP2, DCP
 
 

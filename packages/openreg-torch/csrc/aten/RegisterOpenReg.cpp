@@ -59,6 +59,7 @@
 #include "aten/native/Copy.h"
 #include "aten/native/Fallback.h"
 #include "aten/native/Minimal.h"
+#include "aten/native/Normalization.h"
 #include "aten/native/RNN.h"
 #include "aten/native/Random.h"
 #include "aten/native/ShallowCopy.h"
@@ -120,6 +121,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
       TORCH_FN(native::thnn_fused_lstm_cell_backward_impl));
   own(m, "_thnn_fused_gru_cell", TORCH_FN(native::thnn_fused_gru_cell));
   own(m, "_thnn_fused_gru_cell_backward", TORCH_FN(native::thnn_fused_gru_cell_backward));
+  // SyncBatchNorm's pieces (CUDA-only operators, Normalization.cu's twins).
+  own(m, "batch_norm_stats", TORCH_FN(native::batch_norm_stats));
+  own(m, "batch_norm_gather_stats", TORCH_FN(native::batch_norm_gather_stats));
+  own(m, "batch_norm_gather_stats_with_counts",
+      TORCH_FN(native::batch_norm_gather_stats_with_counts));
+  own(m, "batch_norm_elemt", TORCH_FN(native::batch_norm_elemt));
+  own(m, "batch_norm_backward_reduce", TORCH_FN(native::batch_norm_backward_reduce));
+  own(m, "batch_norm_backward_elemt", TORCH_FN(native::batch_norm_backward_elemt));
   // A nested view of a dense buffer: its size, stride and offset tensors are CPU
   // metadata, which the fallback would reject next to an openreg buffer.
   own(m, "_nested_view_from_buffer",
