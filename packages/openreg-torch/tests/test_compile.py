@@ -178,6 +178,35 @@ def test_conv_net():
     compare_compiled(net, torch.randn(2, 3, 8, 8), atol=1e-4, rtol=1e-4)
 
 
+def test_conv_net_inference_with_inductor_layout_optimisation():
+    # Under no_grad Inductor makes convolution inputs channels_last and plans the results
+    # with the fake kernel's strides (contiguous for a PrivateUse1 convolution).
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(),
+                        nn.ConvTranspose2d(4, 2, 3, stride=2)).eval()
+    with torch.no_grad():
+        compare_compiled(net, torch.randn(2, 3, 8, 8), atol=1e-4, rtol=1e-4)
+
+
+def test_convolution_strides_are_those_of_the_fake_kernel():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x = torch.randn(2, 3, 8, 8, device="openreg").to(memory_format=torch.channels_last)
+    w = torch.randn(4, 3, 3, 3, device="openreg").to(memory_format=torch.channels_last)
+    args = ([1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+
+    def strides(x, w):
+        out = torch.ops.aten.convolution(x, w, None, *args)
+        grads = torch.ops.aten.convolution_backward(out, x, w, [4], *args, [True, True, True])
+        return [t.stride() for t in (out, *grads)]
+
+    mode = FakeTensorMode()
+    fake_x, fake_w = mode.from_tensor(x), mode.from_tensor(w)
+    with mode:
+        expected = strides(fake_x, fake_w)
+    assert strides(x, w) == expected
+
+
 # --- training ------------------------------------------------------------------------
 
 def test_training_step_forward_backward_and_compiled_optimizer():
