@@ -207,6 +207,22 @@ def test_convolution_strides_are_those_of_the_fake_kernel():
     assert strides(x, w) == expected
 
 
+def test_control_flow_subgraphs_launch_openreg_kernels():
+    # The branches of torch.cond and the body of while_loop are subgraphs with wrappers of
+    # their own (they used to fail with "device openreg nyi").
+    from torch._higher_order_ops import while_loop
+
+    def f(x):
+        y = torch.cond(x.sum() > 0, lambda a: a.sin() * 2, lambda a: a.cos(), (x,))
+        return while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2 + 1),
+                          (torch.tensor(0, device=x.device), y))[1]
+
+    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    actual, kernels = launched_kernels(lambda: torch.compile(f, fullgraph=True)(x.to("openreg")))
+    torch.testing.assert_close(actual.cpu(), f(x))
+    assert any(name.startswith("cpp_fused") for name in kernels), kernels
+
+
 # --- training ------------------------------------------------------------------------
 
 def test_training_step_forward_backward_and_compiled_optimizer():

@@ -27,22 +27,9 @@ def _on_openreg() -> bool:
     return device.type == "openreg"
 
 
-class OpenRegPythonWrapperCodegen(PythonWrapperCodegen):
-    @staticmethod
-    def create(
-        is_subgraph: bool,
-        subgraph_name: str | None,
-        parent_wrapper: PythonWrapperCodegen | None,
-        partition_signatures: Any = None,
-    ):
-        if is_subgraph:
-            assert subgraph_name is not None and parent_wrapper is not None
-            return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
-        return OpenRegPythonWrapperCodegen()
-
-    def write_header(self) -> None:
-        super().write_header()
-        self.imports.writeline(_OPENREG_KERNEL_IMPORT)
+class _OpenRegKernels:
+    """What differs for openreg kernels, in a graph's wrapper and in its subgraphs' (the
+    branches of torch.cond, the bodies of while_loop, scan, map and nested compile regions)."""
 
     # DOC START: wrapper-define-kernel
     def define_kernel(
@@ -95,3 +82,27 @@ class OpenRegPythonWrapperCodegen(PythonWrapperCodegen):
                                f"get_external_object_by_index({user_object})")
         return super().codegen_cuda_stream_enter(stream_idx)
     # DOC END: wrapper-devices-and-streams
+
+
+class OpenRegPythonWrapperCodegen(_OpenRegKernels, PythonWrapperCodegen):
+    @staticmethod
+    def create(
+        is_subgraph: bool,
+        subgraph_name: str | None,
+        parent_wrapper: PythonWrapperCodegen | None,
+        partition_signatures: Any = None,
+    ):
+        if is_subgraph:
+            assert subgraph_name is not None and parent_wrapper is not None
+            return OpenRegSubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper,
+                                                       partition_signatures)
+        return OpenRegPythonWrapperCodegen()
+
+    def write_header(self) -> None:
+        super().write_header()
+        self.imports.writeline(_OPENREG_KERNEL_IMPORT)
+
+
+class OpenRegSubgraphPythonWrapperCodegen(_OpenRegKernels, SubgraphPythonWrapperCodegen):
+    """A subgraph's wrapper: its kernels are openreg launchers too (the root graph's header
+    imports what they need)."""
