@@ -140,6 +140,17 @@ def test_second_device_sizes_as_arguments_allocator_and_a_fallback_operator():
                                torch.topk((other * 2).sin(), 3).values + 1)
 
 
+def test_scatter_reduce_fallback_runs_through_the_device_generic_shim():
+    # torch writes it as a call of aoti_torch_<device>_scatter_reduce_two_out, which exists
+    # for its own devices only.
+    def fn(x, index, src):
+        return x.scatter_reduce(0, index, src, "amax", include_self=False) * 2
+
+    args = (torch.ones(5), torch.tensor([0, 1, 1, 3]), torch.randn(4))
+    actual = torch.compile(fn)(*(a.to("openreg") for a in args))
+    torch.testing.assert_close(actual.cpu(), fn(*args))
+
+
 def _c_api():
     library = ctypes.CDLL(os.path.join(os.path.dirname(openreg_torch.__file__), "lib",
                                        "libopenreg_torch.so"), mode=os.RTLD_NOLOAD)

@@ -236,6 +236,17 @@ class OpenRegCppWrapperCodegen(CppWrapperCpu):
                     "Python wrapper for this graph")
         return super().generate_c_shim_extern_kernel_call(kernel, args, device, **kwargs)
 
+    def _generate_scatter_fallback(self, output, inputs, cpp_kernel_name, python_kernel_name,
+                                   src_is_tensor, reduce, kwargs, device):
+        # torch writes scatter_reduce as a call of the device's generated C shim
+        # (aoti_torch_<device>_scatter_reduce_two_out); libtorch's device-generic
+        # aoti_torch_scatter_reduce_out takes the same parameters and dispatches by device.
+        if device == "openreg" and cpp_kernel_name.replace("__", "_").endswith(
+                "scatter_reduce_two::call"):
+            cpp_kernel_name = "aoti_torch_scatter_reduce"
+        super()._generate_scatter_fallback(output, inputs, cpp_kernel_name, python_kernel_name,
+                                           src_is_tensor, reduce, kwargs, device)
+
     def generate_fallback_kernel(self, node) -> None:
         # torch's C shims for other devices call that device's kernels directly; on
         # openreg an ATen operator Inductor leaves alone is dispatched by name instead.
