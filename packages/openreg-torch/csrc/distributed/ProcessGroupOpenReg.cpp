@@ -351,8 +351,14 @@ void ProcessGroupOpenReg::set_run_without_gil(RunWithoutGil run) {
 
 ProcessGroupOpenReg::~ProcessGroupOpenReg() {
   const auto run = run_without_gil.load();
-  if (transport_ && run != nullptr) {
-    run([](void* self) { static_cast<ProcessGroupOpenReg*>(self)->transport_.reset(); }, this);
+  if ((transport_ || barrier_backend_) && run != nullptr) {
+    run(
+        [](void* self) {
+          auto* group = static_cast<ProcessGroupOpenReg*>(self);
+          group->transport_.reset();
+          group->barrier_backend_.reset();  // a gloo backend too
+        },
+        this);
   }
 }
 
