@@ -30,6 +30,16 @@ Tensor per_channel(const Tensor& values, const Tensor& input) {
   return values.reshape(shape);
 }
 
+// invstd, times the weight when there is one: the per-channel factor of the normalization.
+Tensor scale_of(const Tensor& invstd, const std::optional<Tensor>& weight) {
+  return weight.has_value() && weight->defined() ? invstd * *weight : invstd;
+}
+
+// x - mean, in the statistics' dtype.
+Tensor centered(const Tensor& input, const Tensor& mean) {
+  return input.to(mean.scalar_type()) - per_channel(mean, input);
+}
+
 void check_input(const Tensor& input, const char* op) {
   TORCH_CHECK(input.dim() >= 2, op, ": expected an input with a channel dimension (at least 2 "
               "dimensions), got ", input.dim());
@@ -71,12 +81,7 @@ Tensor batch_norm_elemt(const Tensor& input, const std::optional<Tensor>& weight
                         const std::optional<Tensor>& bias, const Tensor& mean,
                         const Tensor& invstd, double /*eps*/) {
   check_input(input, "batch_norm_elemt");
-  Tensor scale = invstd;
-  if (weight.has_value() && weight->defined()) {
-    scale = scale * *weight;
-  }
-  Tensor out = (input.to(mean.scalar_type()) - per_channel(mean, input)) *
-               per_channel(scale, input);
+  Tensor out = centered(input, mean) * per_channel(scale_of(invstd, weight), input);
   if (bias.has_value() && bias->defined()) {
     out = out + per_channel(*bias, input);
   }
@@ -90,8 +95,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> batch_norm_backward_reduce(
   const std::vector<int64_t> dims = reduced_dims(input);
   const Tensor dy = grad_out.to(mean.scalar_type());
   const Tensor sum_dy = dy.sum(dims);
-  const Tensor sum_dy_xmu = (dy * (input.to(mean.scalar_type()) - per_channel(mean, input)))
-                                .sum(dims);
+  const Tensor sum_dy_xmu = (dy * centered(input, mean)).sum(dims);
   const bool has_weight = weight.has_value() && weight->defined();
   const at::ScalarType grad_dtype = has_weight ? weight->scalar_type() : mean.scalar_type();
   return {input_g ? sum_dy : Tensor(), input_g ? sum_dy_xmu : Tensor(),
@@ -107,14 +111,9 @@ Tensor batch_norm_backward_elemt(const Tensor& grad_out, const Tensor& input, co
   const Tensor total = count.sum().to(mean.scalar_type());
   const Tensor mean_dy = sum_dy / total;
   const Tensor mean_dy_xmu = sum_dy_xmu / total;
-  Tensor scale = invstd;
-  if (weight.has_value() && weight->defined()) {
-    scale = scale * *weight;
-  }
-  const Tensor xmu = input.to(mean.scalar_type()) - per_channel(mean, input);
   const Tensor grad = (grad_out.to(mean.scalar_type()) - per_channel(mean_dy, input) -
-                       xmu * per_channel(invstd * invstd * mean_dy_xmu, input)) *
-                      per_channel(scale, input);
+                       centered(input, mean) * per_channel(invstd * invstd * mean_dy_xmu, input)) *
+                      per_channel(scale_of(invstd, weight), input);
   return grad.to(input.scalar_type());
 }
 // DOC END: sync-batch-norm

@@ -13,7 +13,7 @@ at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
     // CUDA bins an integer element at (x - min) * bins / (max - min) in integer
     // arithmetic, which is where double arithmetic puts it too (exactly, for values
     // below 2^53); its counts have the input's dtype.
-    return histc(self.to(at::kDouble), bins, min, max).to(self.scalar_type());
+    return openreg::histc(self.to(at::kDouble), bins, min, max).to(self.scalar_type());
   }
   return DirectKernel<at::_ops::histc>::call(self, bins, min, max);
 }
