@@ -11,14 +11,20 @@ allocator block, an adopted result nobody owns). Two kinds of live object LeakSa
 cannot see as reachable are dealt with: CPython objects referenced only from frames
 (lsan_suppressions.txt says why) and torch.multiprocessing's cached weak references
 (below). Child processes (compilers, spawned workers) run with the same preload but are
-not leak-checked: they never call this.
+not leak-checked: they never call this. When LeakSanitizer's tracer crashes instead of
+checking, the session exits with run_sanitized.TRACER_CRASHED, and run_sanitized.py runs it
+again.
 """
 
 import ctypes
 import gc
+import os
 import sys
 
 import pytest
+from run_sanitized import TRACER_CRASHED
+
+_DEATH_CALLBACK = ctypes.CFUNCTYPE(None)
 
 
 def _leak_check():
@@ -27,6 +33,17 @@ def _leak_check():
         return ctypes.CDLL(None).__lsan_do_recoverable_leak_check
     except AttributeError:
         return None
+
+
+def _exit_as_tracer_crash(session_status: int):
+    """While the recoverable check runs, the runtime only dies when its tracer failed (a leak
+    is reported and returned, not fatal). A session whose tests passed leaves with
+    TRACER_CRASHED, to be run again; one whose tests failed keeps its failure."""
+    status = TRACER_CRASHED if session_status == 0 else session_status
+    sys.stderr.write("\nsanitizer_leak_check: LeakSanitizer's tracer failed; no leak check ran "
+                     f"(exit {status})\n")
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def pytest_sessionfinish(session):
@@ -44,7 +61,11 @@ def pytest_sessionfinish(session):
         reductions.shared_cache.clear()
     # Reference cycles nobody collected yet are unreachable but not leaked.
     gc.collect()
+    on_death = _DEATH_CALLBACK(lambda: _exit_as_tracer_crash(int(session.exitstatus)))
+    ctypes.CDLL(None).__sanitizer_set_death_callback(on_death)
     # LeakSanitizer prints its report (allocation stacks) to stderr itself.
-    if check() != 0:
+    found = check()
+    ctypes.CDLL(None).__sanitizer_set_death_callback(None)  # ASan findings die as usual
+    if found != 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         print("\nsanitizer_leak_check: LeakSanitizer found leaks (report above); failing the run")

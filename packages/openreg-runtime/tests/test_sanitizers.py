@@ -4,12 +4,16 @@ elsewhere the build is a normal one and these checks do not apply."""
 
 import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import openreg_runtime as rt
-from runtime_helpers import run_python
+from run_sanitized import RERUNS, TRACER_CRASHED
+from runtime_helpers import run_process, run_python
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("OPENREG_EXPECT_SANITIZERS") != "1",
@@ -63,3 +67,51 @@ def test_runtime_copy_past_a_host_buffer_is_reported():
     assert "ERROR: AddressSanitizer: heap-buffer-overflow" in stderr
     assert "READ of size 64" in stderr
     assert "orMemcpy" in stderr
+
+
+def sanitized_session(tmp_path, test_body: str, tracer=()) -> "subprocess.CompletedProcess":
+    """A one-test pytest session run as the env runs its sessions: run_sanitized.py with the
+    sanitizer_leak_check plugin; `tracer` is a command that ptraces it (e.g. strace)."""
+    (tmp_path / "test_one.py").write_text(f"def test_one():\n{test_body}\n")
+    here = Path(__file__).parent
+    return run_process([*tracer, sys.executable, here / "run_sanitized.py", "-m", "pytest",
+                        "-q", "-p", "no:cacheprovider", "-p", "sanitizer_leak_check",
+                        "--rootdir", tmp_path, tmp_path / "test_one.py"],
+                       env={"PYTHONPATH": str(here)}, timeout=120)
+
+
+def test_a_clean_session_passes_once(tmp_path):
+    proc = sanitized_session(tmp_path, "    assert True")
+    assert proc.returncode == 0, proc.stderr
+    assert "running the command again" not in proc.stderr
+
+
+def test_a_leaking_session_fails_and_is_not_run_again(tmp_path):
+    # A malloc whose only pointer is a Python int, which LeakSanitizer cannot read as one.
+    proc = sanitized_session(tmp_path, "    import ctypes\n"
+                                       "    ctypes.CDLL(None).malloc(4096)")
+    assert proc.returncode == 1, proc.stderr
+    assert "ERROR: LeakSanitizer: detected memory leaks" in proc.stderr
+    assert "running the command again" not in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (Debian's strace)")
+def test_a_session_whose_leak_check_cannot_run_is_run_again_then_fails(tmp_path):
+    # LeakSanitizer cannot stop a process another tracer already ptraces, so under strace its
+    # tracer fails every time, as it rarely does by itself: the session runs 1 + RERUNS times
+    # and ends with TRACER_CRASHED, never with success.
+    proc = sanitized_session(tmp_path, "    assert True",
+                             tracer=["strace", "-f", "-qq", "-o", os.devnull, "-e", "trace=none"])
+    assert proc.returncode == TRACER_CRASHED, proc.stderr
+    assert proc.stderr.count("LeakSanitizer has encountered a fatal error") == RERUNS + 1
+    assert proc.stderr.count(f"no leak check ran (exit {TRACER_CRASHED})") == RERUNS + 1
+    assert f"running the command again ({RERUNS} of {RERUNS})" in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (Debian's strace)")
+def test_a_failed_session_keeps_its_failure_when_the_leak_check_cannot_run(tmp_path):
+    proc = sanitized_session(tmp_path, "    assert False",
+                             tracer=["strace", "-f", "-qq", "-o", os.devnull, "-e", "trace=none"])
+    assert proc.returncode == 1, proc.stderr
+    assert "no leak check ran (exit 1)" in proc.stderr
+    assert "running the command again" not in proc.stderr

@@ -575,14 +575,26 @@ if __name__ == "__main__":
     t_large = round_trips(a, large, 30)
     a.send(None)
     p.join(WAIT)
-    print(f"{t_small * 1e6:.0f} {t_large * 1e6:.0f}")
+    # What a transport that copied the payload would pay at least once: one device copy.
+    copy = torch.empty_like(large)
+    copies = []
+    for _ in range(7):
+        start = time.perf_counter()
+        copy.copy_(large)
+        torch.openreg.synchronize()
+        copies.append(time.perf_counter() - start)
+    t_copy = sorted(copies)[len(copies) // 2]
+    print(f"{t_small * 1e6:.0f} {t_large * 1e6:.0f} {t_copy * 1e6:.0f}")
 """
 
 
-def test_sending_64MiB_costs_about_what_4KiB_costs(scenario):
-    small_us, large_us = map(float, scenario(SPEED).split())
-    print(f"send+receive (median round trip): 4 KiB {small_us:.0f} us, 64 MiB {large_us:.0f} us")
-    assert large_us < 2 * small_us, (small_us, large_us)
+def test_sending_64MiB_costs_far_less_than_copying_it(scenario):
+    small_us, large_us, copy_us = map(float, scenario(SPEED).split())
+    print(f"send+receive (median round trip): 4 KiB {small_us:.0f} us, 64 MiB {large_us:.0f} us; "
+          f"one 64 MiB device copy {copy_us:.0f} us")
+    # Sharing costs a fixed handshake; a size-dependent part (e.g. AddressSanitizer clearing
+    # the shadow of a mapping) stays far below moving the bytes, which a copy must do.
+    assert large_us < copy_us / 4, (small_us, large_us, copy_us)
 
 
 def test_shared_memory_is_counted_apart_in_both_processes(scenario):
