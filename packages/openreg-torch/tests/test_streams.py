@@ -361,6 +361,28 @@ def test_without_record_stream_freed_memory_is_reused_at_once():
     assert torch.empty(OTHER_SIZE, device="openreg").data_ptr() == address
 
 
+def test_memory_freed_while_its_stream_is_busy_is_reused_in_stream_order():
+    # What the host issues next on the stream runs after the queued work, so the block can
+    # serve the host's next allocation at once (a loop of non_blocking copies whose results
+    # are dropped reserved a segment per call); the queued read still sees the old values.
+    size = SIZE + 4 * 1024  # another size class than the record_stream tests'
+    tensor = torch.full((size,), 3.0, device="openreg")
+    out = torch.zeros(size).pin_memory()
+    source = torch.full((size,), -1.0).pin_memory()
+    reserved = openreg.memory_reserved()
+    with _hold():
+        out.copy_(tensor, non_blocking=True)  # queued: reads `tensor`
+        address = tensor.data_ptr()
+        del tensor
+        reused = torch.empty(size, device="openreg")
+        assert reused.data_ptr() == address
+        reused.copy_(source, non_blocking=True)  # queued after the read
+        assert openreg.memory_reserved() == reserved
+    openreg.synchronize()
+    assert out.sum().item() == 3.0 * size
+    assert reused.sum().item() == -1.0 * size
+
+
 def test_pinned_source_of_a_pending_copy_is_not_reused():
     # The pinned host allocator is stream-aware too: a freed pinned block that a pending
     # copy still reads is not handed out again before that copy has run.

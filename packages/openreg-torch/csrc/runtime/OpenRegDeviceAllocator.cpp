@@ -51,6 +51,7 @@ struct Block {
   orStream_t handle;     // stream.stream(), looked up once
   std::unordered_set<OpenRegStream> stream_uses;  // other streams that used it (record_stream)
   std::vector<OpenRegEvent> pending_events;       // recorded on those streams at free time
+  bool waits_for_other_streams = false;           // some pending event is another stream's
   std::shared_ptr<GatheredContext> context;       // where it was allocated, when recorded
 };
 
@@ -225,6 +226,9 @@ class DeviceCache {
     const size_t size = roundAllocationSize(nbytes);
     processPendingFrees();
     Block* block = takeCached(stream.stream(), size);
+    if (block == nullptr && stream.stream() != running_kernel_stream()) {
+      block = takePendingInStreamOrder(stream.stream(), size);
+    }
     if (block == nullptr) {
       block = allocateFresh(nbytes, size, stream, lock);
     }
@@ -265,9 +269,11 @@ class DeviceCache {
     if (block->handle != running_kernel_stream() && has_pending_work(block->handle)) {
       block->pending_events.push_back(recordEvent(block->stream));
     }
+    block->waits_for_other_streams = false;
     for (const OpenRegStream& use : block->stream_uses) {
       if (has_pending_work(use.stream())) {
         block->pending_events.push_back(recordEvent(use));
+        block->waits_for_other_streams = true;
       }
     }
     block->stream_uses.clear();
@@ -339,6 +345,27 @@ class DeviceCache {
     it->second.pop_back();
     return block;
   }
+
+  // DOC START: reuse-in-stream-order
+  // What the host issues on a stream runs after everything already queued there, so a
+  // block whose free waits only for its own stream can serve the host's next allocation
+  // on that stream at once, as CUDA's cache reuses a block freed on its stream (a loop
+  // of non_blocking copies whose results are dropped would otherwise reserve a segment
+  // per call). Not for a kernel running on the stream: it is earlier in the order than
+  // the queued work that still uses the block.
+  Block* takePendingInStreamOrder(orStream_t stream, size_t size) {
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      Block* block = *it;
+      if (block->handle == stream && block->size == size && !block->waits_for_other_streams) {
+        pending_.erase(it);
+        block->pending_events.clear();
+        release(block);
+        return takeCached(stream, size);
+      }
+    }
+    return nullptr;
+  }
+  // DOC END: reuse-in-stream-order
 
   Block* allocateFresh(size_t nbytes, size_t size, const OpenRegStream& stream,
                        std::unique_lock<std::mutex>& lock) {
