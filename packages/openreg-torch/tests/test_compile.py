@@ -128,6 +128,22 @@ def test_user_streams_inside_a_compiled_graph():
     torch.testing.assert_close(torch.compile(fn)(x).cpu(), x.cpu() * 2 + 1)
 
 
+@pytest.mark.parametrize("query", [
+    lambda: torch.openreg.device_count(),
+    lambda: int(torch.openreg.is_available()),
+    lambda: torch.openreg.get_device_properties(1).multi_processor_count,
+    lambda: torch.openreg.get_device_capability()[0],
+    lambda: len(torch.openreg.get_device_name(0)),
+], ids=["device_count", "is_available", "get_device_properties", "get_device_capability",
+        "get_device_name"])
+def test_device_queries_fold_to_constants_in_a_full_graph(query):
+    # As torch.cuda.is_available and get_device_properties do (they failed: "Attempted to
+    # call function marked as skipped").
+    x = torch.ones(3, device="openreg")
+    fn = torch.compile(lambda x: x + query(), fullgraph=True, backend="eager")
+    torch.testing.assert_close(fn(x).cpu(), x.cpu() + query())
+
+
 # --- Inductor: kernels on the device ---------------------------------------------------
 
 def test_mlp_kernels_launch_through_the_execution_layer():

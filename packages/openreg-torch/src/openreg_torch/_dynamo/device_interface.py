@@ -74,9 +74,27 @@ class OpenRegInterface(DeviceInterface):
         return ""
 
 
+# DOC START: constant-queries
+# Answers fixed for the life of a process. Dynamo cannot trace into their C++ bindings, so
+# inside torch.compile(fullgraph=True) they failed ("Attempted to call function marked as
+# skipped") where torch.cuda.is_available and get_device_properties are folded to
+# constants. Marked as torch.compiler.assume_constant_result marks a function: Dynamo
+# calls them once while tracing and uses the answer. (The public decorator cannot run
+# here: Dynamo is still being imported.)
+CONSTANT_QUERIES = ("device_count", "is_available", "get_device_properties",
+                    "get_device_capability", "get_device_name")
+
+
+def mark_constant_queries() -> None:
+    for name in CONSTANT_QUERIES:
+        getattr(torch.openreg, name)._dynamo_marked_constant = True
+# DOC END: constant-queries
+
+
 def register_device_interface() -> None:
     # DOC START: dynamo-registration
     register_interface_for_device("openreg", OpenRegInterface)
     for index in range(torch.openreg.device_count()):
         register_interface_for_device(f"openreg:{index}", OpenRegInterface)
     # DOC END: dynamo-registration
+    mark_constant_queries()
