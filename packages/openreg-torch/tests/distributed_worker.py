@@ -880,6 +880,38 @@ def check_dtensor_tp(rank, world):
         dist.destroy_process_group()
 
 
+def check_split_group(rank, world):
+    """dist.split_group of a group bound to a device (DeviceMesh splits such a group for
+    every mesh dimension): collectives in the splits, two splits of one parent, and a 2-D
+    mesh built by splitting; with gloo beside orccl, CPU tensors in the splits too (c10d
+    splits that gloo with the same store)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    for backend in (None, "cpu:gloo,openreg:orccl"):
+        init(backend, device_id=device())
+        try:
+            pairs = dist.split_group(split_ranks=[list(range(world))])
+            singles = dist.split_group(split_ranks=[[r] for r in range(world)])
+            assert pairs.size() == world and singles.size() == 1
+            assert pairs._get_backend(torch.device("openreg")).name() == "orccl"
+            tensors = [lambda r: data(r).to(device())]
+            if backend is not None:
+                tensors.append(data)
+            for group, members in ((pairs, range(world)), (singles, [rank])):
+                for make in tensors:
+                    t = make(rank)
+                    dist.all_reduce(t, group=group)
+                    assert_close(t.cpu(), sum(data(r) for r in members))
+            mesh = init_device_mesh("openreg", (1, world), mesh_dim_names=("dp", "tp"))
+            a = data(0, (8, 6))
+            da = distribute_tensor(a.to(device()), mesh["tp"], [Shard(0)])
+            assert da.to_local().shape == (8 // world, 6)
+            assert_close(da.full_tensor().cpu(), a)
+        finally:
+            dist.destroy_process_group()
+
+
 def train_2d(mesh_device, steps=2):
     """Tensor parallel within "tp" pairs, FSDP2 across "dp": the 2-D layout of large
     models, on a (2, 2) mesh of four processes."""

@@ -195,6 +195,10 @@ def test_new_group(workers):
     workers.run("new_group")
 
 
+def test_split_group_of_a_bound_group(workers):
+    workers.run("split_group")
+
+
 # ------------------------------------------------------------------ stream semantics
 
 

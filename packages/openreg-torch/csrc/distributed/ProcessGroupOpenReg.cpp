@@ -4,6 +4,7 @@
 #include <ATen/core/jit_type.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <algorithm>
 #include <mutex>
@@ -466,9 +467,42 @@ void ProcessGroupOpenReg::setTimeout(std::chrono::milliseconds timeout) {
   transport_or_throw("setTimeout").setTimeout(timeout);
 }
 
+namespace {
+std::atomic<ProcessGroupOpenReg::SplitTransport> split_transport{nullptr};
+} // namespace
+
+void ProcessGroupOpenReg::set_split_transport(SplitTransport split) {
+  split_transport.store(split);
+}
+
+// DOC START: split
+// dist.split_group (DeviceMesh uses it when the default group is bound to a device) splits
+// every backend of the group with one store, the CPU tensors' gloo among them; that gloo
+// may be this very transport (init_process_group() without a backend), so the split of
+// the transport rendezvous under a prefix of its own.
+c10::intrusive_ptr<Backend> ProcessGroupOpenReg::split(const c10::intrusive_ptr<Store>& store,
+                                                       const std::vector<int>& ranks,
+                                                       const c10::intrusive_ptr<Options>& opts) {
+  transport_or_throw("split");
+  const SplitTransport split = split_transport.load();
+  TORCH_CHECK(split != nullptr, "ProcessGroupOpenReg::split: openreg's Python bindings are "
+              "not loaded (import openreg_torch)");
+  auto prefixed = c10::make_intrusive<PrefixStore>(std::string(kBackendName) + "/", store);
+  c10::intrusive_ptr<Backend> transport = split(transport_, prefixed, ranks, opts);
+  if (!transport) {
+    return nullptr;  // this rank is in none of the new groups
+  }
+  auto group = c10::make_intrusive<ProcessGroupOpenReg>(transport->getRank(),
+                                                        transport->getSize(), transport);
+  group->setGroupUid(opts->group_name);
+  group->setBoundDeviceId(getBoundDeviceId());
+  return group;
+}
+// DOC END: split
+
 c10::intrusive_ptr<Backend::Options> ProcessGroupOpenReg::getBackendOptions() {
   auto transport = transport_or_throw("getBackendOptions").getBackendOptions();
-  auto options = c10::make_intrusive<Options>(kBackendName, transport->timeout);
+  auto options = c10::make_intrusive<OrcclOptions>(transport->timeout);
   options->group_name = transport->group_name;
   options->global_ranks_in_group = transport->global_ranks_in_group;
   return options;

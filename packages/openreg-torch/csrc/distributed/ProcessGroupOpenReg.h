@@ -79,8 +79,28 @@ class OPENREG_TORCH_API ProcessGroupOpenReg : public Backend {
   using RunWithoutGil = void (*)(void (*fn)(void*), void* arg);
   static void set_run_without_gil(RunWithoutGil run_without_gil);
 
+  // This backend's options (getBackendOptions): a type of its own, so that Python can
+  // copy them (dist.split_group deep-copies the accelerator backend's options).
+  struct OrcclOptions : Options {
+    explicit OrcclOptions(std::chrono::milliseconds timeout) : Options(kBackendName, timeout) {}
+  };
+
+  // A split group's transport is a gloo backend made from PyTorch's gloo options, which
+  // only Python can make here (the wheel ships no gloo headers): the Python bindings
+  // install `split_transport`, which returns the gloo backend of `ranks` of `transport`
+  // rendezvousing through `store`, or nullptr when this rank is not among them.
+  using SplitTransport = c10::intrusive_ptr<Backend> (*)(
+      const c10::intrusive_ptr<Backend>& transport, const c10::intrusive_ptr<Store>& store,
+      const std::vector<int>& ranks, const c10::intrusive_ptr<Options>& opts);
+  static void set_split_transport(SplitTransport split_transport);
+
   const std::string getBackendName() const override { return kBackendName; }
   c10::intrusive_ptr<Backend> transport() const { return transport_; }
+
+  bool supportsSplitting() const override { return transport_ != nullptr; }
+  c10::intrusive_ptr<Backend> split(const c10::intrusive_ptr<Store>& store,
+                                    const std::vector<int>& ranks,
+                                    const c10::intrusive_ptr<Options>& opts) override;
 
   bool supportsCoalescing() const override { return true; }
   void startCoalescing() override;

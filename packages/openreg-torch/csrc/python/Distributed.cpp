@@ -1,5 +1,6 @@
 #include "python/Distributed.h"
 
+#include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "distributed/ProcessGroupOpenReg.h"
@@ -30,10 +31,28 @@ void init_distributed_bindings(py::module_& m) {
       fn(arg);
     }
   });
+  ProcessGroupOpenReg::set_split_transport(
+      [](const c10::intrusive_ptr<c10d::Backend>& transport,
+         const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+         const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+        py::gil_scoped_acquire gil;
+        py::object made = py::module_::import("openreg_torch.distributed")
+                              .attr("_split_transport")(transport, store, ranks, opts->timeout,
+                                                        opts->group_name);
+        return made.is_none() ? c10::intrusive_ptr<c10d::Backend>()
+                              : made.cast<c10::intrusive_ptr<c10d::Backend>>();
+      });
   m.def("_register_distributed_classes", [m]() mutable {
     if (py::hasattr(m, "ProcessGroupOpenReg")) {
       return;
     }
+    using OrcclOptions = ProcessGroupOpenReg::OrcclOptions;
+    py::class_<OrcclOptions, c10d::Backend::Options, c10::intrusive_ptr<OrcclOptions>>(
+        m, "_OrcclOptions")
+        .def("__copy__", [](const OrcclOptions& self) { return c10::make_intrusive<OrcclOptions>(self); })
+        .def("__deepcopy__", [](const OrcclOptions& self, const py::dict& /*memo*/) {
+          return c10::make_intrusive<OrcclOptions>(self);
+        });
     py::class_<ProcessGroupOpenReg, c10d::Backend, c10::intrusive_ptr<ProcessGroupOpenReg>>(
         m, "ProcessGroupOpenReg")
         .def(py::init<int, int, c10::intrusive_ptr<c10d::Backend>>(), py::arg("rank"),
@@ -53,7 +72,9 @@ void init_distributed_bindings(py::module_& m) {
                   rank, size, nullptr, std::move(reason), std::move(barrier_backend));
             },
             py::arg("rank"), py::arg("size"), py::arg("reason"), py::arg("barrier_backend"))
-        .def_property_readonly("transport", &ProcessGroupOpenReg::transport);
+        .def_property_readonly("transport", &ProcessGroupOpenReg::transport)
+        // What dist.split_group copies as the splits' options (as ProcessGroupNCCL's).
+        .def_property_readonly("options", &ProcessGroupOpenReg::getBackendOptions);
   });
 }
 // DOC END: distributed-bindings

@@ -48,6 +48,31 @@ def _create_backend(options, backend_options=None):
 # DOC END: create-backend
 
 
+# DOC START: split-transport
+def _split_transport(transport, store, ranks, timeout, group_name):
+    """The gloo transport of a split of an orccl group (ProcessGroupOpenReg::split calls
+    this): ``ranks`` of ``transport``'s group, as gloo's own split makes it (same devices
+    and threads, global ranks carried over), rendezvousing through ``store``. None when
+    this rank is not in ``ranks``."""
+    from torch.distributed import ProcessGroupGloo
+
+    if transport.rank() not in ranks:
+        return None
+    parent = transport.options
+    options = ProcessGroupGloo._Options()
+    options._timeout = timeout
+    options._devices = parent._devices
+    options._threads = parent._threads
+    options.group_name = group_name
+    global_ranks = list(parent.global_ranks_in_group) or list(range(transport.size()))
+    options.global_ranks_in_group = [global_ranks[rank] for rank in ranks]
+    gloo = ProcessGroupGloo(store, ranks.index(transport.rank()), len(ranks), options)
+    if _SETS_SEQUENCE_NUMBERS:
+        gloo._set_sequence_number_for_group()
+    return gloo
+# DOC END: split-transport
+
+
 # torch 2.13 starts a gloo group's sequence numbers with this call (as its own
 # _new_process_group_helper does); from 2.14 numbers always start at 0 and the call is a
 # deprecated no-op that warns.
@@ -77,6 +102,8 @@ def _complete_group(pg, backend) -> None:
       serves them (c10d asks the accelerator's backend for ``barrier(device_ids=...)``).
     - Under ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` c10d wraps each backend in a
       ``_ProcessGroupWrapper``: the openreg backend is found inside it.
+    - A CPU gloo beside openreg's backend gets the list of its group's global ranks if
+      it has none (``_name_global_ranks``).
     - Backends registered here get the group's name and description, which c10d gave
       the group's backends before: a group reads its name from one of its backends, and
       DeviceMesh, DTensor and functional collectives resolve groups by it.
@@ -92,6 +119,8 @@ def _complete_group(pg, backend) -> None:
     devices = {device.type for device in pg._device_types}
     if _DEVICE in devices:
         backend_of_openreg = _unwrapped(pg._get_backend(openreg))
+        if "cpu" in devices:
+            _name_global_ranks(_unwrapped(pg._get_backend(cpu)))
         if (
             str(backend) == "undefined"
             and "cpu" not in devices
@@ -116,6 +145,17 @@ def _complete_group(pg, backend) -> None:
         elif "cpu" in devices and isinstance(_unwrapped(pg._get_backend(cpu)), ProcessGroupGloo):
             pg._set_default_backend(ProcessGroup.BackendType.GLOO)
 # DOC END: complete-group
+
+
+def _name_global_ranks(gloo) -> None:
+    """A default group's gloo has no list of global ranks: it reads them as 0..size-1
+    only if it is the first gloo of the process, else as an empty list, and splitting it
+    (dist.split_group, which splits every backend of a group bound to an openreg device)
+    then indexes that empty list and crashes the process. The list is filled in."""
+    from torch.distributed import ProcessGroupGloo
+
+    if isinstance(gloo, ProcessGroupGloo) and not gloo.options.global_ranks_in_group:
+        gloo.options.global_ranks_in_group = list(range(gloo.size()))
 
 
 def _unwrapped(backend):
