@@ -16,7 +16,8 @@ def test_histc_of_floating_tensors_matches_cpu(dtype, bounds):
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8, torch.int16], ids=str)
-@pytest.mark.parametrize(("bins", "bounds"), [(4, (0, 3)), (5, (0, 0)), (3, (2, 9)), (8, (1, 1))],
+@pytest.mark.parametrize(("bins", "bounds"), [(4, (0, 3)), (5, (0, 0)), (3, (2, 9)), (8, (1, 1)),
+                                             (10, (0.5, 9.5)), (3, (0.2, 0.8)), (4, (-0.9, 7.9))],
                          ids=str)
 def test_histc_counts_integer_tensors_as_cuda_does(dtype, bins, bounds):
     values = torch.tensor([0, 3, 1, 1, 2, 3, 3, 7, 9, 12, 2, 0], dtype=dtype)
@@ -24,8 +25,9 @@ def test_histc_counts_integer_tensors_as_cuda_does(dtype, bins, bounds):
     assert counts.dtype == dtype and counts.device.type == "openreg"
     # CUDA's integer bins are (x - min) * bins / (max - min) in integer arithmetic, with
     # max in the last bin and elements outside [min, max] left out; min == max means the
-    # data's own range (widened by one each way when that is one value too).
-    low, high = bounds
+    # data's own range (widened by one each way when that is one value too). The bounds are
+    # taken as integers, truncated toward zero.
+    low, high = int(bounds[0]), int(bounds[1])
     if low == high:
         low, high = int(values.min()), int(values.max())
         if low == high:

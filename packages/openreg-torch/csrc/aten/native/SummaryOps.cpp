@@ -10,10 +10,13 @@ namespace at::native::openreg {
 at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min,
                  const at::Scalar& max) {
   if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/false)) {
-    // CUDA bins an integer element at (x - min) * bins / (max - min) in integer
-    // arithmetic, which is where double arithmetic puts it too (exactly, for values
-    // below 2^53); its counts have the input's dtype.
-    return openreg::histc(self.to(at::kDouble), bins, min, max).to(self.scalar_type());
+    // CUDA takes the bounds as integers (truncated: 0.5..9.5 bins 0..9) and bins an
+    // integer element at (x - min) * bins / (max - min) in integer arithmetic, which is
+    // where double arithmetic puts it too (exactly, for values below 2^53); its counts
+    // have the input's dtype.
+    const at::Scalar low(min.to<int64_t>());
+    const at::Scalar high(max.to<int64_t>());
+    return openreg::histc(self.to(at::kDouble), bins, low, high).to(self.scalar_type());
   }
   return DirectKernel<at::_ops::histc>::call(self, bins, min, max);
 }
