@@ -114,6 +114,29 @@ def test_copy_mode_moves_nested_tensors_and_refuses_their_operators(run_python):
     assert result.stdout.split("\n")[:2] == ["cpu [[1.0, 1.0], [0.0, 1.0, 2.0]]", "refused"]
 
 
+def test_copy_mode_runs_sparse_operators_zero_copy(run_python):
+    # cpu_fallback would redispatch them to the dense CPU kernel ("Could not run
+    # 'aten::_coalesce' ... from the 'CPU' backend"): calls with a sparse argument take the
+    # zero-copy fallback, which reaches SparseCPU.
+    result = run_python(
+        """
+        import torch
+        indices = torch.tensor([[0, 1, 1, 3], [1, 0, 2, 3]])
+        values = torch.tensor([1.0, 2.0, 3.0, 4.0])
+        dense = torch.arange(8.0).view(4, 2)
+        for device in ("cpu", "openreg"):
+            a = torch.sparse_coo_tensor(indices, values, (4, 4)).to(device)
+            d = dense.to(device)
+            print(device, a.coalesce().values().cpu().tolist(), a.to_dense().sum().item(),
+                  torch.mm(a, d).cpu().tolist(), torch.sparse.mm(a, d).cpu().tolist())
+        """,
+        env={"OPENREG_FALLBACK": "copy"},
+    )
+    assert result.returncode == 0, result.stderr
+    cpu, device = result.stdout.splitlines()[:2]
+    assert cpu.startswith("cpu ") and device == "openreg" + cpu[3:], result.stdout
+
+
 def test_selective_mode_allows_only_listed_ops(run_python):
     result = run_python(
         """

@@ -5,6 +5,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -141,12 +142,33 @@ bool has_cpu_kernel(const c10::OperatorHandle& op) {
 
 } // namespace
 
-// The way an allowed operator falls back: the copy mode copies, every other zero-copies.
+namespace {
+// PyTorch's cpu_fallback moves sparse arguments to the CPU but then calls the dense CPU
+// kernel ("Could not run 'aten::_coalesce' ... from the 'CPU' backend").
+bool has_sparse_argument(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+  const auto arguments = torch::jit::last(stack, op.schema().arguments().size());
+  return std::any_of(arguments.begin(), arguments.end(), [](const c10::IValue& value) {
+    if (value.isTensor()) {
+      return value.toTensor().layout() != c10::kStrided;
+    }
+    if (value.isTensorList()) {
+      const auto tensors = value.toTensorList();
+      return std::any_of(tensors.begin(), tensors.end(), [](const at::Tensor& tensor) {
+        return tensor.defined() && tensor.layout() != c10::kStrided;
+      });
+    }
+    return false;
+  });
+}
+} // namespace
+
+// The way an allowed operator falls back: the copy mode copies (strided tensors: sparse
+// ones zero-copy, as cpu_fallback cannot run them), every other mode zero-copies.
 void allowed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (!has_cpu_kernel(op)) {
     raise_missing_on_openreg(op);
   }
-  if (fallback_mode() == FallbackMode::Copy) {
+  if (fallback_mode() == FallbackMode::Copy && !has_sparse_argument(op, *stack)) {
     cpu_copy_fallback(op, stack);
   } else {
     zero_copy_fallback(op, stack);
