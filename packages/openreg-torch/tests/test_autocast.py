@@ -1,5 +1,7 @@
 """torch.autocast(device_type="openreg") follows PyTorch's autocast policy."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -26,7 +28,8 @@ def test_banned_op_raises():
 
 
 def test_supported_dtypes():
-    assert set(torch.openreg.get_amp_supported_dtype()) == {torch.float16, torch.bfloat16}
+    assert set(torch.openreg.get_amp_supported_dtype()) == {
+        torch.float16, torch.bfloat16, torch.float32}
     with pytest.warns(UserWarning, match="not supported"):
         with torch.autocast(device_type="openreg", dtype=torch.float64):
             pass
@@ -37,3 +40,14 @@ def test_autocast_off_outside_region():
     with torch.autocast(device_type="openreg", dtype=torch.bfloat16):
         pass
     assert (a @ a).dtype == torch.float32
+
+
+def test_float32_autocast_runs_lower_precision_ops_in_float32():
+    # As CUDA's autocast does (it accepts float32; openreg disabled itself with a warning).
+    a = torch.randn(4, 4, device="openreg").half()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with torch.autocast(device_type="openreg", dtype=torch.float32):
+            product = a @ a
+    assert product.dtype == torch.float32
+    torch.testing.assert_close(product.cpu(), a.cpu().float() @ a.cpu().float())

@@ -567,6 +567,18 @@ def test_reused_aliases_follow_their_tensors():
     torch.testing.assert_close((x * 2).cpu(), other * 2)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.qint8).to("openreg"),
+    lambda: torch.empty(3, dtype=torch.quint8, device="openreg"),
+    lambda: torch._empty_affine_quantized([3], scale=0.1, zero_point=0, dtype=torch.quint8,
+                                          device="openreg"),
+], ids=["to", "empty", "empty_affine_quantized"])
+def test_quantized_openreg_tensors_are_refused_by_name(make):
+    # PyTorch's own message named a 'Quantizedopenreg' backend and its missing kernel.
+    with pytest.raises(NotImplementedError, match="openreg does not support quantized tensors"):
+        make()
+
+
 def test_reused_aliases_follow_fresh_tensors_and_bits():
     for dtype in (torch.float32, torch.float64, torch.int32, torch.float32):
         for shape in ((1,), (3,), (2, 3)):

@@ -228,6 +228,11 @@ TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
 }
 // DOC END: register-sparse
 
+// Quantized tensors exist on the CPU only (DeviceCall refuses quantized results too).
+TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::quantized_fallback>());
+}
+
 // DOC START: register-backend-meta
 // torch.save / torch.load carry an openreg tensor's backend metadata (its layout tag)
 // in the tensor's metadata dictionary.

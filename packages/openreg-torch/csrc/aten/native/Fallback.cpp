@@ -179,6 +179,12 @@ void denied_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   raise_not_implemented(op);
 }
 
+void quantized_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "openreg: ", op.schema().operator_name(),
+                              " on a quantized openreg tensor; openreg does not support "
+                              "quantized tensors (quantize on the CPU)");
+}
+
 // DOC START: openreg-fallback
 void openreg_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (fallback_mode() == FallbackMode::Selective) {

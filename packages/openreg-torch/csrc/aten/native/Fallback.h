@@ -29,6 +29,10 @@ void openreg_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 void allowed_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 void denied_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
+// Every operator on a quantized openreg tensor (QuantizedPrivateUse1): openreg has no
+// quantized tensors, and says so instead of PyTorch's "Could not run ... Quantizedopenreg".
+void quantized_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
 // Foreach operators: the whole list in one fallback call when it lives on one device.
 void foreach_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 

@@ -132,8 +132,9 @@ def get_device_name(device=None) -> str:
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:
-    """The dtypes torch.autocast(device_type="openreg") can cast to."""
-    return [torch.float16, torch.bfloat16]
+    """The dtypes torch.autocast(device_type="openreg") can cast to: CUDA's (float32 too,
+    which CUDA's autocast accepts: the lower-precision ops then run in float32)."""
+    return [torch.float16, torch.bfloat16, torch.float32]
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
