@@ -49,7 +49,8 @@ void init_distributed_bindings(py::module_& m) {
     using OrcclOptions = ProcessGroupOpenReg::OrcclOptions;
     py::class_<OrcclOptions, c10d::Backend::Options, c10::intrusive_ptr<OrcclOptions>>(
         m, "_OrcclOptions")
-        .def("__copy__", [](const OrcclOptions& self) { return c10::make_intrusive<OrcclOptions>(self); })
+        .def("__copy__",
+             [](const OrcclOptions& self) { return c10::make_intrusive<OrcclOptions>(self); })
         .def("__deepcopy__", [](const OrcclOptions& self, const py::dict& /*memo*/) {
           return c10::make_intrusive<OrcclOptions>(self);
         });
