@@ -194,16 +194,43 @@ def check_detail_debug_keeps_cpu_collectives(rank, world):
         dist.set_debug_level(dist.DebugLevel.OFF)
 
 
-def check_gloo_names_fix(rank, world):
-    """init_process_group("gloo") serves CPU tensors only; the error says what to use."""
+def check_gloo_serves_openreg_tensors(rank, world):
+    """init_process_group("gloo") serves openreg tensors too, as gloo serves CUDA tensors:
+    FSDP2 without a mesh shards on the accelerator (openreg once installed), also in a
+    program written for the CPU."""
+    from torch.distributed.fsdp import fully_shard
+
     init("gloo")
     try:
-        t = torch.ones(2, device=device())
-        expect_error(lambda: dist.all_reduce(t), "orccl", "init_process_group()")
-        # The group still works for CPU tensors afterwards.
-        c = torch.ones(2)
+        t = data(rank).to(device())
+        dist.all_reduce(t)
+        assert_close(t.cpu(), data(0) + data(1))
+        c = data(rank)
         dist.all_reduce(c)
-        assert_close(c, torch.full((2,), 2.0))
+        assert_close(c, data(0) + data(1))
+        model = mlp("cpu")
+        fully_shard(model)
+        assert next(model.parameters()).device.type == "openreg"
+        model(data(10 + rank, (4, 8))).pow(2).mean().backward()
+    finally:
+        dist.destroy_process_group()
+
+
+def check_new_group_leaving_out_a_rank_of_a_bound_group(rank, world):
+    """c10d asks the left-out ranks of a new group to take part in a split of the bound
+    default group (perform_nocolor_split, which NCCL needs)."""
+    init(device_id=device())
+    try:
+        alone = dist.new_group([0])
+        if rank == 0:
+            t = data(0).to(device())
+            dist.all_reduce(t, group=alone)
+            assert_close(t.cpu(), data(0))
+        subgroup, _ = dist.new_subgroups(group_size=1)
+        t = data(rank).to(device())
+        dist.all_reduce(t, group=subgroup)
+        assert_close(t.cpu(), data(rank))
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 

@@ -187,8 +187,12 @@ def test_detail_debug_mode_keeps_cpu_collectives(workers):
     workers.run("detail_debug_keeps_cpu_collectives")
 
 
-def test_gloo_group_names_the_fix_for_openreg_tensors(workers):
-    workers.run("gloo_names_fix")
+def test_gloo_group_serves_openreg_tensors(workers):
+    workers.run("gloo_serves_openreg_tensors")
+
+
+def test_new_group_leaving_out_a_rank_of_a_bound_group(workers):
+    workers.run("new_group_leaving_out_a_rank_of_a_bound_group")
 
 
 def test_new_group(workers):

@@ -332,12 +332,10 @@ c10::intrusive_ptr<c10::ivalue::Future> ProcessGroupOpenReg::WorkOpenReg::getFut
 // ------------------------------------------------------------------ ProcessGroupOpenReg
 
 ProcessGroupOpenReg::ProcessGroupOpenReg(int rank, int size, c10::intrusive_ptr<Backend> transport,
-                                         std::string unavailable_reason,
-                                         c10::intrusive_ptr<Backend> barrier_backend)
+                                         std::string unavailable_reason)
     : Backend(rank, size),
       transport_(std::move(transport)),
-      unavailable_reason_(std::move(unavailable_reason)),
-      barrier_backend_(std::move(barrier_backend)) {
+      unavailable_reason_(std::move(unavailable_reason)) {
   TORCH_CHECK_VALUE(transport_ || !unavailable_reason_.empty(),
                     "ProcessGroupOpenReg needs a gloo backend as its transport");
 }
@@ -352,14 +350,8 @@ void ProcessGroupOpenReg::set_run_without_gil(RunWithoutGil run) {
 
 ProcessGroupOpenReg::~ProcessGroupOpenReg() {
   const auto run = run_without_gil.load();
-  if ((transport_ || barrier_backend_) && run != nullptr) {
-    run(
-        [](void* self) {
-          auto* group = static_cast<ProcessGroupOpenReg*>(self);
-          group->transport_.reset();
-          group->barrier_backend_.reset();  // a gloo backend too
-        },
-        this);
+  if (transport_ && run != nullptr) {
+    run([](void* self) { static_cast<ProcessGroupOpenReg*>(self)->transport_.reset(); }, this);
   }
 }
 
@@ -782,19 +774,12 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::recvAnysource(std::vector<at::Tens
 }
 
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::barrier(const BarrierOptions& opts) {
-  if (!transport_ && barrier_backend_) {
-    return barrier_backend_->barrier(opts);
-  }
   return collective(
       "barrier", OpType::BARRIER, {}, {}, [](CollectiveLaunch&) {},
       [&](Backend& gloo) { return gloo.barrier(opts); });
 }
 
 void ProcessGroupOpenReg::monitoredBarrier(const BarrierOptions& opts, bool wait_all_ranks) {
-  if (!transport_ && barrier_backend_) {
-    barrier_backend_->monitoredBarrier(opts, wait_all_ranks);
-    return;
-  }
   transport_or_throw("monitoredBarrier").monitoredBarrier(opts, wait_all_ranks);
 }
 

@@ -61,14 +61,10 @@ class OPENREG_TORCH_API ProcessGroupOpenReg : public Backend {
   // DOC END: work-class
 
   // `transport` is the gloo backend of the same store, rank and size. Without one, the
-  // backend only raises `unavailable_reason` (registered where openreg tensors are not
-  // served, e.g. init_process_group("gloo"), so that the error names the fix), except for
-  // barriers, which move no tensor: `barrier_backend` (the group's gloo) serves them, as
-  // gloo serves a CUDA group's barrier (c10d asks the accelerator's backend for one when
-  // given device_ids).
+  // backend only raises `unavailable_reason` (registered where openreg tensors cannot be
+  // served: a group whose CPU backend is not gloo), so that the error names the fix.
   ProcessGroupOpenReg(int rank, int size, c10::intrusive_ptr<Backend> transport,
-                      std::string unavailable_reason = {},
-                      c10::intrusive_ptr<Backend> barrier_backend = {});
+                      std::string unavailable_reason = {});
   ~ProcessGroupOpenReg() override;
 
   // Destroying the transport joins gloo's threads, and one of them may need the GIL to
@@ -182,7 +178,6 @@ class OPENREG_TORCH_API ProcessGroupOpenReg : public Backend {
 
   c10::intrusive_ptr<Backend> transport_;
   std::string unavailable_reason_;
-  c10::intrusive_ptr<Backend> barrier_backend_;  // without a transport only
   // Set by shutdown() (destroy_process_group) and abort(): later collectives raise.
   std::atomic<bool> terminated_{false};
   std::mutex device_mutex_;

@@ -65,17 +65,13 @@ void init_distributed_bindings(py::module_& m) {
                                                               std::move(reason));
             },
             py::arg("rank"), py::arg("size"), py::arg("reason"))
-        .def_static(
-            "_unavailable",
-            [](int rank, int size, std::string reason,
-               c10::intrusive_ptr<c10d::Backend> barrier_backend) {
-              return c10::make_intrusive<ProcessGroupOpenReg>(
-                  rank, size, nullptr, std::move(reason), std::move(barrier_backend));
-            },
-            py::arg("rank"), py::arg("size"), py::arg("reason"), py::arg("barrier_backend"))
         .def_property_readonly("transport", &ProcessGroupOpenReg::transport)
         // What dist.split_group copies as the splits' options (as ProcessGroupNCCL's).
-        .def_property_readonly("options", &ProcessGroupOpenReg::getBackendOptions);
+        .def_property_readonly("options", &ProcessGroupOpenReg::getBackendOptions)
+        // c10d calls this on the ranks left out of a new group made by splitting a bound
+        // default group (NCCL's communicators must all take part); orccl's members make
+        // their gloo themselves, so the others have nothing to do.
+        .def("perform_nocolor_split", [](ProcessGroupOpenReg& /*self*/, c10::Device /*device*/) {});
   });
 }
 // DOC END: distributed-bindings

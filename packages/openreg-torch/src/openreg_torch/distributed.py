@@ -96,10 +96,12 @@ def _complete_group(pg, backend) -> None:
     - ``init_process_group()`` (backend "undefined") makes only the accelerator's
       backend since PyTorch 2.6; CPU tensors keep gloo, as they have without openreg:
       the transport of the openreg backend serves them directly (no second gloo).
-    - A group without openreg's backend (e.g. ``"gloo"``) gets a stand-in whose every
-      collective raises an error naming the fix, instead of c10d's "No backend type
-      associated with device type openreg". Barriers move no tensor: the group's gloo
-      serves them (c10d asks the accelerator's backend for ``barrier(device_ids=...)``).
+    - A group without openreg's backend serves openreg tensors with its gloo, through an
+      orccl backend over it (as gloo serves a CUDA group's CUDA tensors: e.g. FSDP2 puts
+      a ``"gloo"`` program's parameters on the accelerator by default). Without gloo (a
+      CPU backend of another kind) it gets a stand-in whose every collective raises an
+      error naming the fix, instead of c10d's "No backend type associated with device
+      type openreg".
     - Under ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` c10d wraps each backend in a
       ``_ProcessGroupWrapper``: the openreg backend is found inside it.
     - A CPU gloo beside openreg's backend gets the list of its group's global ranks if
@@ -110,14 +112,15 @@ def _complete_group(pg, backend) -> None:
     - With several backends and any third-party backend registered, PyTorch 2.13 leaves
       the group's default backend unset (it compares an upper-case plugin name with
       lower-case backend names): set it as intended there, and as later releases do
-      (the accelerator's backend if the group has it, else gloo).
+      (the accelerator's backend if the group was asked for it, else gloo).
     """
     from torch.distributed import ProcessGroup, ProcessGroupGloo
 
     cpu, openreg = torch.device("cpu"), torch.device(_DEVICE)
     name, description = pg.group_name, pg.group_desc
     devices = {device.type for device in pg._device_types}
-    if _DEVICE in devices:
+    asked_for_openreg = _DEVICE in devices
+    if asked_for_openreg:
         backend_of_openreg = _unwrapped(pg._get_backend(openreg))
         if "cpu" in devices:
             _name_global_ranks(_unwrapped(pg._get_backend(cpu)))
@@ -128,19 +131,21 @@ def _complete_group(pg, backend) -> None:
         ):
             pg._register_backend(cpu, ProcessGroup.BackendType.GLOO, backend_of_openreg.transport)
     else:
-        reason = _unavailable_reason(backend)
         gloo = _unwrapped(pg._get_backend(cpu)) if "cpu" in devices else None
         if isinstance(gloo, ProcessGroupGloo):
-            stand_in = ProcessGroupOpenReg._unavailable(pg.rank(), pg.size(), reason, gloo)
+            _name_global_ranks(gloo)
+            serves_openreg = ProcessGroupOpenReg(pg.rank(), pg.size(), gloo)
         else:
-            stand_in = ProcessGroupOpenReg._unavailable(pg.rank(), pg.size(), reason)
-        pg._register_backend(openreg, ProcessGroup.BackendType.CUSTOM, stand_in)
+            serves_openreg = ProcessGroupOpenReg._unavailable(
+                pg.rank(), pg.size(), _unavailable_reason(backend))
+        pg._register_backend(openreg, ProcessGroup.BackendType.CUSTOM, serves_openreg)
     pg._set_group_name(name)
     pg._set_group_desc(description)
     if pg.name() == "undefined":
         devices = {device.type for device in pg._device_types}
         ours = _unwrapped(pg._get_backend(openreg))
-        if isinstance(ours, ProcessGroupOpenReg) and ours.transport is not None:
+        if (asked_for_openreg and isinstance(ours, ProcessGroupOpenReg)
+                and ours.transport is not None):
             pg._set_default_backend(ProcessGroup.BackendType.CUSTOM)
         elif "cpu" in devices and isinstance(_unwrapped(pg._get_backend(cpu)), ProcessGroupGloo):
             pg._set_default_backend(ProcessGroup.BackendType.GLOO)
