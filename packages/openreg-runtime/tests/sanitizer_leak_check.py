@@ -27,12 +27,10 @@ from run_sanitized import TRACER_CRASHED
 _DEATH_CALLBACK = ctypes.CFUNCTYPE(None)
 
 
-def _leak_check():
-    """The sanitizer runtime's `__lsan_do_recoverable_leak_check`, or None without one."""
-    try:
-        return ctypes.CDLL(None).__lsan_do_recoverable_leak_check
-    except AttributeError:
-        return None
+def _sanitizer_runtime():
+    """The process's symbols if the sanitizer runtime is among them, else None."""
+    process = ctypes.CDLL(None)
+    return process if hasattr(process, "__lsan_do_recoverable_leak_check") else None
 
 
 def _exit_as_tracer_crash(session_status: int):
@@ -47,10 +45,11 @@ def _exit_as_tracer_crash(session_status: int):
 
 
 def pytest_sessionfinish(session):
-    check = _leak_check()
-    if check is None:
+    runtime = _sanitizer_runtime()
+    if runtime is None:
         raise pytest.UsageError("-p sanitizer_leak_check needs a process run by "
                                 "run_sanitized.py (no LeakSanitizer runtime is loaded)")
+    check = runtime.__lsan_do_recoverable_leak_check
     check.restype = ctypes.c_int
     reductions = sys.modules.get("torch.multiprocessing.reductions")
     if reductions is not None:
@@ -62,10 +61,10 @@ def pytest_sessionfinish(session):
     # Reference cycles nobody collected yet are unreachable but not leaked.
     gc.collect()
     on_death = _DEATH_CALLBACK(lambda: _exit_as_tracer_crash(int(session.exitstatus)))
-    ctypes.CDLL(None).__sanitizer_set_death_callback(on_death)
+    runtime.__sanitizer_set_death_callback(on_death)
     # LeakSanitizer prints its report (allocation stacks) to stderr itself.
     found = check()
-    ctypes.CDLL(None).__sanitizer_set_death_callback(None)  # ASan findings die as usual
+    runtime.__sanitizer_set_death_callback(None)  # ASan findings die as usual
     if found != 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         print("\nsanitizer_leak_check: LeakSanitizer found leaks (report above); failing the run")

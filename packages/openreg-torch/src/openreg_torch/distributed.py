@@ -104,8 +104,9 @@ def _complete_group(pg, backend) -> None:
       type openreg".
     - Under ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` c10d wraps each backend in a
       ``_ProcessGroupWrapper``: the openreg backend is found inside it.
-    - A CPU gloo beside openreg's backend gets the list of its group's global ranks if
-      it has none (``_name_global_ranks``).
+    - In a group asked for openreg, the CPU tensors' gloo gets the list of its group's
+      global ranks if it has none (``_name_global_ranks``); CPU-only groups are left as
+      they are.
     - Backends registered here get the group's name and description, which c10d gave
       the group's backends before: a group reads its name from one of its backends, and
       DeviceMesh, DTensor and functional collectives resolve groups by it.
@@ -122,18 +123,17 @@ def _complete_group(pg, backend) -> None:
     asked_for_openreg = _DEVICE in devices
     if asked_for_openreg:
         backend_of_openreg = _unwrapped(pg._get_backend(openreg))
-        if "cpu" in devices:
-            _name_global_ranks(_unwrapped(pg._get_backend(cpu)))
         if (
             str(backend) == "undefined"
             and "cpu" not in devices
             and isinstance(backend_of_openreg, ProcessGroupOpenReg)
         ):
             pg._register_backend(cpu, ProcessGroup.BackendType.GLOO, backend_of_openreg.transport)
+        if any(device.type == "cpu" for device in pg._device_types):
+            _name_global_ranks(_unwrapped(pg._get_backend(cpu)))
     else:
         gloo = _unwrapped(pg._get_backend(cpu)) if "cpu" in devices else None
         if isinstance(gloo, ProcessGroupGloo):
-            _name_global_ranks(gloo)
             serves_openreg = ProcessGroupOpenReg(pg.rank(), pg.size(), gloo)
         else:
             serves_openreg = ProcessGroupOpenReg._unavailable(
