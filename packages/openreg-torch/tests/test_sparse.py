@@ -114,6 +114,22 @@ def test_sampled_addmm_matches_cpu():
     assert_sparse_matches(sampled("openreg"), sampled("cpu"))
 
 
+def test_a_sparse_tensor_passed_as_input_and_output_is_one_tensor_to_the_kernel():
+    # smm passes its fresh result to sspaddmm as both self and out; the CPU kernel resizes
+    # out and then reads self's size, so both must be one CPU tensor (it raised "sspaddmm:
+    # Argument #1: Expected dim 0 size 2, got 0" when each argument had its own alias).
+    dense, weights = sparse_matrix(), torch.randn(6, 2)
+    assert_sparse_matches(torch.smm(dense.to("openreg").to_sparse(), weights.to("openreg")),
+                          torch.smm(dense.to_sparse(), weights))
+
+    def written_in_place(device):
+        result = torch.ones(4, 2).to(device).to_sparse()
+        torch.sspaddmm(result, dense.to(device).to_sparse(), weights.to(device), out=result)
+        return result
+
+    assert_sparse_matches(written_in_place("openreg"), written_in_place("cpu"))
+
+
 @pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin"])
 def test_mm_reduce_and_its_gradients_match_cpu(reduce):
     # amax/amin keep their backward's argmax only for inputs that require grad: the CPU

@@ -202,6 +202,26 @@ bool DeviceCall::shares_device_storage(size_t entry) {
 // aliases point at them) and aliased like any dense tensor, outputs included: a kernel
 // that grows a written sparse tensor's values grows device memory.
 at::Tensor DeviceCall::make_member_alias(const at::Tensor& original, bool output) {
+  // A sparse tensor passed twice (smm passes its result as both sspaddmm's self and out)
+  // is one tensor to the CPU kernel too: CPU kernels tell such arguments apart by their
+  // TensorImpl, and a resize of one must be seen through the other.
+  for (MemberAliased& seen : member_aliased_) {
+    if (seen.original->unsafeGetTensorImpl() != original.unsafeGetTensorImpl()) {
+      continue;
+    }
+    if (output && !seen.output && is_sparse_layout(original.layout())) {
+      // Read first, written now: its members become output aliases (sharing storage
+      // with the read ones), and the one alias is set over them.
+      for (size_t index = 0; index < seen.members.size(); ++index) {
+        seen.member_aliases[index] = make_alias(*seen.members[index], true, true);
+      }
+      set_member_tensors_of(seen.alias, seen.alias, seen.member_aliases);
+      seen.output = true;
+    } else if (output && !seen.output) {
+      break;  // a nested tensor keeps its storage: it gets an output alias of its own
+    }
+    return seen.alias;
+  }
   MemberAliased entry{&original, {}, output, {}, {}};
   for (at::Tensor& member : member_tensors(original)) {
     const at::Tensor& held = held_members_.emplace_back(std::move(member));
