@@ -34,6 +34,18 @@ def test_reset_peak_stats():
     assert torch.openreg.max_memory_allocated() >= 4 << 20
     torch.openreg.reset_peak_memory_stats()
     assert torch.openreg.max_memory_allocated() == torch.openreg.memory_allocated()
+    # Every peak, the requested bytes' too (as torch.cuda resets them).
+    stats = memory_stats()
+    for kind in ("allocated_bytes", "requested_bytes", "active_bytes", "allocation"):
+        assert stats[f"{kind}.all.peak"] == stats[f"{kind}.all.current"], kind
+
+
+def test_reset_accumulated_stats():
+    torch.empty(1 << 20, dtype=torch.uint8, device="openreg")
+    torch.openreg.reset_accumulated_memory_stats()
+    stats = memory_stats()
+    for kind in ("allocated_bytes", "requested_bytes", "active_bytes", "allocation"):
+        assert stats[f"{kind}.all.allocated"] == stats[f"{kind}.all.freed"] == 0, kind
 
 
 def test_empty_cache_returns_memory_to_device():

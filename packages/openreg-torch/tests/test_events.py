@@ -89,19 +89,26 @@ def test_elapsed_time_across_streams():
 
 def test_elapsed_time_needs_completed_timed_recorded_events():
     start, end = openreg.Event(enable_timing=True), openreg.Event(enable_timing=True)
-    with pytest.raises(RuntimeError, match="recorded"):
+    # CUDAEvent's exception types: ValueError for events that cannot be timed,
+    # RuntimeError for work still running.
+    with pytest.raises(ValueError, match="must be recorded"):
         start.elapsed_time(end)
     start.record()
     with _hold():
         end.record()
-        with pytest.raises(RuntimeError, match="not completed"):
+        with pytest.raises(RuntimeError, match="must be completed.*not completed") as error:
             start.elapsed_time(end)
+        assert not isinstance(error.value, ValueError)
     end.synchronize()
     assert start.elapsed_time(end) >= 0
     untimed = openreg.Event()
     untimed.record()
-    with pytest.raises(RuntimeError, match="Timing"):
+    with pytest.raises(ValueError, match="enable_timing=True.*DisableTiming"):
         start.elapsed_time(untimed)
+    generic_untimed = torch.Event(device="openreg")
+    generic_untimed.record()
+    with pytest.raises(ValueError, match="enable_timing=True"):
+        start.elapsed_time(generic_untimed)
     with pytest.raises(TypeError):
         start.elapsed_time(object())
 

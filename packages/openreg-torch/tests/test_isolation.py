@@ -107,6 +107,50 @@ def test_fork_after_counting_devices_can_use_the_device(run_python):
     assert result.stdout.split() == ["0", "False"]
 
 
+def test_fork_after_seeding_or_memory_queries_can_use_the_device(run_python):
+    # As torch.cuda's: seeding the current device, setting its RNG state and asking for
+    # memory statistics before openreg is initialised neither start the runtime (a child
+    # forked afterwards owns a usable device) nor get lost (the seed holds in the child).
+    result = run_python(
+        """
+        import os, torch
+        seeded = torch.rand(3, generator=torch.Generator().manual_seed(7))
+        calls = {
+            "manual_seed": lambda: torch.openreg.manual_seed(7),
+            "set_rng_state": lambda: torch.openreg.set_rng_state(
+                torch.Generator().manual_seed(7).get_state()),
+            "seed": torch.openreg.seed,
+            "memory_allocated": lambda: torch.openreg.memory_allocated() == 0,
+            "memory_stats": lambda: torch.openreg.memory_stats() == {},
+            "memory_snapshot": lambda: torch.openreg.memory_snapshot() == [],
+            "accelerator.memory_stats": lambda: torch.accelerator.memory_stats() == {},
+            "accelerator.empty_cache": torch.accelerator.empty_cache,
+        }
+        for name, call in calls.items():
+            answer = call()
+            assert answer is None or answer, name
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    drawn = torch.rand(3, device="openreg").cpu()
+                except BaseException as error:
+                    print(name, "child:", error)
+                    os._exit(2)
+                # The seeding calls so far all left seed 7 on the current device.
+                if name in ("manual_seed", "set_rng_state") and not torch.equal(drawn, seeded):
+                    os._exit(3)
+                os._exit(0)
+            _, status = os.waitpid(pid, 0)
+            print(name, os.waitstatus_to_exitcode(status))
+        print("parent", torch.openreg.is_initialized(), torch.openreg._is_in_bad_fork())
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "parent False False", result.stdout
+    assert all(line.endswith(" 0") for line in lines[:-1]), result.stdout + result.stderr
+
+
 def test_bad_fork_state_comes_from_the_runtime(run_python):
     # The runtime owns the bad-fork state: started from C++ (a tensor factory's
     # allocation) or through torch.openreg.init(), a child is in a bad fork either way.

@@ -331,9 +331,10 @@ class DeviceCache {
   }
 
  private:
-  std::array<c10::CachingAllocator::StatArray*, 6> statArrays() {
-    return {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.allocated_bytes,
-            &stats_.reserved_bytes, &stats_.active_bytes};
+  std::array<c10::CachingAllocator::StatArray*, 7> statArrays() {
+    return {&stats_.allocation,     &stats_.segment,        &stats_.active,
+            &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
+            &stats_.requested_bytes};
   }
 
   Block* takeCached(orStream_t stream, size_t size) {
@@ -656,7 +657,10 @@ void OpenRegDeviceAllocator::copy_data(void* dest, const void* src, std::size_t 
 }
 
 bool OpenRegDeviceAllocator::initialized() {
-  return device_count() > 0;
+  // Whether any device cache exists yet. torch.accelerator's memory functions skip work
+  // before that; answering true at once made them start the runtime, so a child forked
+  // after torch.accelerator.empty_cache() could not use openreg (CUDA: the same check).
+  return caches_ready.load(std::memory_order_acquire);
 }
 
 void OpenRegDeviceAllocator::emptyCache(MempoolId_t /*mempool_id*/) {

@@ -2,6 +2,7 @@
 
 #include <c10/core/DeviceGuard.h>
 
+#include <string>
 #include <utility>
 
 #include "execution/DeviceLaunch.h"
@@ -61,11 +62,22 @@ void OpenRegEvent::synchronize() const {
 }
 
 float OpenRegEvent::elapsed_time(const OpenRegEvent& end) const {
-  TORCH_CHECK(isCreated() && end.isCreated(),
-              "openreg: both events must be recorded before measuring elapsed time");
-  // The runtime says which event lacks timing or has not completed yet.
+  // CUDAEvent's exception types: ValueError for events that cannot be timed (made
+  // without timing, never recorded), RuntimeError for work still running. The runtime
+  // says which event it is.
+  TORCH_CHECK_VALUE(isCreated() && end.isCreated(),
+                    "Both events must be recorded before calculating elapsed time.");
   float milliseconds = 0;
-  OPENREG_CHECK(orEventElapsedTime(&milliseconds, event_, end.event_));
+  const orError_t error = orEventElapsedTime(&milliseconds, event_, end.event_);
+  if (error == orErrorInvalidResourceHandle || error == orErrorNotReady) {
+    const std::string why = orGetLastErrorMessage();
+    (void)orGetLastError();  // handled here, as OPENREG_CHECK would
+    TORCH_CHECK_VALUE(error == orErrorNotReady,
+                      "Both events must be created with argument 'enable_timing=True' and "
+                      "recorded before calculating elapsed time: ", why);
+    TORCH_CHECK(false, "Both events must be completed before calculating elapsed time: ", why);
+  }
+  OPENREG_CHECK(error);
   return milliseconds;
 }
 

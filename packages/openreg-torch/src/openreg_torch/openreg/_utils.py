@@ -11,6 +11,18 @@ _DeviceLike = torch.device | str | int | None
 def _device_index(device: _DeviceLike, lazy: bool = True) -> int:
     """The index `device` names: an int, "openreg", "openreg:1", torch.device or None
     (the current device). Anything on another device type is a ValueError."""
+    index = _named_device_index(device)
+    if index is None:
+        if lazy:
+            _lazy_init()
+        return _C._get_device()
+    return index
+
+
+def _named_device_index(device: _DeviceLike) -> int | None:
+    """As _device_index, but None where `device` names the current device ("openreg",
+    None, -1): checked without starting the runtime, for calls queued until it starts
+    (which device is current is known when they run, as torch.cuda's seeding does)."""
     if isinstance(device, str):
         try:
             device = torch.device(device)
@@ -22,9 +34,7 @@ def _device_index(device: _DeviceLike, lazy: bool = True) -> int:
             raise ValueError(f"Expected an openreg device, got {device}")
         device = device.index
     if device is None or device == -1:
-        if lazy:
-            _lazy_init()
-        return _C._get_device()
+        return None
     if not isinstance(device, int) or isinstance(device, bool):
         raise TypeError(f"Expected an openreg device index (int), got {type(device).__name__}")
     count = _C._get_device_count()

@@ -19,7 +19,7 @@ import torch
 
 from .. import _C
 from ._lazy import _lazy_init, is_initialized
-from ._utils import _device_index
+from ._utils import _device_index, _named_device_index
 
 __all__ = [
     "empty_cache",
@@ -54,7 +54,12 @@ def empty_cache() -> None:
 
 
 def memory_stats(device=None) -> OrderedDict[str, Any]:
-    """The allocator statistics of `device`, keyed as torch.cuda.memory_stats is."""
+    """The allocator statistics of `device`, keyed as torch.cuda.memory_stats is; empty
+    before openreg is initialised (as torch.cuda's): asking which device is current would
+    start the runtime, and a child forked after a memory query could not use openreg."""
+    if not is_initialized():
+        _named_device_index(device)  # a bad device is still an error
+        return OrderedDict()
     return torch.accelerator.memory.memory_stats(_device_index(device))
 
 
@@ -166,18 +171,19 @@ def memory_snapshot(mempool_id=None, include_traces: bool = True) -> list[dict[s
     if mempool_id is not None:
         raise ValueError("openreg has no memory pools other than the default one: "
                          "mempool_id must be None")
-    _lazy_init()
-    return _C._memory_snapshot()["segments"]
+    return _snapshot()["segments"]
 
 
 def _snapshot(device=None, augment_with_fx_traces: bool = False) -> dict[str, Any]:
     """The allocator's state and recorded history, in torch.cuda.memory._snapshot()'s
     format: {"segments": [...], "device_traces": [[event, ...] per device]}. Stack
     frames are present only while _record_memory_history records them. Like
-    torch.cuda's, it covers every device."""
+    torch.cuda's, it covers every device; before openreg is initialised there is nothing
+    to show, and it does not initialise it (a child forked after it can use openreg)."""
     if device is not None:
-        _device_index(device)  # a bad device is still an error
-    _lazy_init()
+        _named_device_index(device)  # a bad device is still an error
+    if not is_initialized():
+        return {"segments": [], "device_traces": [[] for _ in range(_C._get_device_count())]}
     snapshot = _C._memory_snapshot()
     if augment_with_fx_traces:
         from torch._utils import _augment_memory_snapshot_stack_traces

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 import torch
 
 from .. import _C
-from ._lazy import ALL_DEVICES, _lazy_call, _lazy_init
-from ._utils import _device_index
+from ._lazy import ALL_DEVICES, CURRENT_DEVICE, _lazy_call, _lazy_init
+from ._utils import _device_index, _named_device_index
 
 __all__ = [
     "get_rng_state",
@@ -32,6 +32,14 @@ def default_generator(device=None) -> torch.Generator:
     return _C._get_default_generator(_device_index(device))
 
 
+def _generator_at_run(index: int | None) -> torch.Generator:
+    """The default generator of device `index`, or of the device current when a queued
+    call runs (None): finding the current device before initialisation would start the
+    runtime, and a child forked after seeding could not use openreg (torch.cuda also
+    looks it up inside its queued seeding calls)."""
+    return _C._get_default_generator(_C._get_device() if index is None else index)
+
+
 def get_rng_state(device="openreg") -> torch.Tensor:
     """The RNG state of `device` as a ByteTensor."""
     return default_generator(device).get_state()
@@ -46,8 +54,9 @@ def set_rng_state(new_state: torch.Tensor, device="openreg") -> None:
     # Device generators wrap a CPU one: a throwaway CPU generator rejects a bad state now,
     # with the same message, rather than when a queued call replays at initialisation.
     torch.Generator().set_state(state)
-    index = _device_index(device)
-    _lazy_call(lambda: _C._get_default_generator(index).set_state(state), resets=index)
+    index = _named_device_index(device)
+    _lazy_call(lambda: _generator_at_run(index).set_state(state),
+               resets=CURRENT_DEVICE if index is None else index)
 
 
 def set_rng_state_all(new_states: Iterable[torch.Tensor]) -> None:
@@ -72,8 +81,7 @@ def _seed_value(seed: int) -> int:
 def manual_seed(seed: int) -> None:
     """Seed the current device's generator. Queued if openreg is not initialised yet."""
     seed = _seed_value(seed)
-    index = _device_index(None, lazy=False)
-    _lazy_call(lambda: _C._get_default_generator(index).manual_seed(seed), resets=index,
+    _lazy_call(lambda: _generator_at_run(None).manual_seed(seed), resets=CURRENT_DEVICE,
                keep_origin=False)
 # DOC END: manual-seed
 
@@ -91,8 +99,8 @@ def manual_seed_all(seed: int) -> None:
 
 def seed() -> None:
     """Seed the current device's generator with a non-deterministic random number."""
-    index = _device_index(None, lazy=False)
-    _lazy_call(lambda: _C._get_default_generator(index).seed(), resets=index, keep_origin=False)
+    _lazy_call(lambda: _generator_at_run(None).seed(), resets=CURRENT_DEVICE,
+               keep_origin=False)
 
 
 def seed_all() -> None:
