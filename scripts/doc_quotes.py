@@ -19,6 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 QUOTE = re.compile(r"<!-- quote: (?P<path>[^#\s]+)#(?P<topic>[\w.-]+) -->\n```(?P<lang>\w*)\n(?P<body>.*?)```",
                    re.DOTALL)
+# Any quote marker, to find those that no fenced block follows (QUOTE would skip them).
+QUOTE_MARKER = re.compile(r"<!-- quote: [^>]*-->")
 MARKER = re.compile(r"^\s*(?://|#) DOC (?P<kind>START|END): (?P<topic>[\w.-]+)\s*$")
 LANGUAGES = {".cpp": "cpp", ".h": "cpp", ".py": "python", ".c": "c"}
 
@@ -73,6 +75,10 @@ def problems() -> list[str]:
     """Every stale quote or broken marker in docs/."""
     found = []
     for doc in sorted((ROOT / "docs").rglob("*.md")):
+        text = doc.read_text()
+        if len(QUOTE_MARKER.findall(text)) != len(QUOTE.findall(text)):
+            found.append(f"{doc.relative_to(ROOT)}: a quote marker is not followed by a fenced "
+                         "code block (write an empty one: ```lang, then ```)")
         for match in quoted(doc):
             try:
                 if render(match) != match.group(0):

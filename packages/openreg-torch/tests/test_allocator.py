@@ -106,3 +106,21 @@ def test_zero_size_tensor_has_no_memory():
     tensor = torch.empty(0, device="openreg")
     assert tensor.data_ptr() == 0
     assert tensor.cpu().shape == (0,)
+
+
+def test_caching_allocator_alloc_and_delete():
+    # torch.cuda's raw allocation API: a block of the caching allocator, on a stream.
+    stream = torch.openreg.Stream(device=1)
+    before = torch.openreg.memory_allocated(1)
+    pointer = torch.openreg.caching_allocator_alloc(1 << 20, device=1, stream=stream)
+    assert torch.openreg.memory_allocated(1) - before == 1 << 20
+    assert torch.openreg._C._device_from_pointer(pointer) == torch.device("openreg", 1)
+    torch.openreg.caching_allocator_delete(pointer)
+    assert torch.openreg.memory_allocated(1) == before
+    with pytest.raises(ValueError, match="freed already"):
+        torch.openreg.caching_allocator_delete(pointer)
+    with pytest.raises(ValueError, match="not on openreg:0"):
+        torch.openreg.caching_allocator_alloc(16, device=0, stream=stream)
+    assert torch.openreg.get_allocator_backend() == "native"
+    assert torch.openreg.OutOfMemoryError is torch.OutOfMemoryError
+    assert torch.openreg.is_current_stream_capturing() is False

@@ -39,6 +39,8 @@ __all__ = [
     "get_device_capability",
     "get_amp_supported_dtype",
     "is_bf16_supported",
+    "is_current_stream_capturing",
+    "OutOfMemoryError",
     "ipc_collect",
     "ipc_memory_stats",
     *_memory_all,
@@ -139,6 +141,16 @@ def get_amp_supported_dtype() -> list[torch.dtype]:
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
     return True
+
+
+def is_current_stream_capturing() -> bool:
+    """Whether the current stream is capturing a graph: never, openreg has no graphs
+    (code that asks torch.cuda this before a synchronising call can ask openreg too)."""
+    return False
+
+
+# Raised when device memory runs out, as torch.cuda.OutOfMemoryError (the same class).
+OutOfMemoryError = torch.OutOfMemoryError
 
 
 # What Inductor looks up on a PrivateUse1 device module (init_backend_registration)

@@ -12,6 +12,7 @@ import math
 import numbers
 import pickle
 import sys
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -42,6 +43,9 @@ __all__ = [
     "get_per_process_memory_fraction",
     "MemPool",
     "use_mem_pool",
+    "caching_allocator_alloc",
+    "caching_allocator_delete",
+    "get_allocator_backend",
 ]
 
 
@@ -51,6 +55,43 @@ def empty_cache() -> None:
     if is_initialized():
         torch._C._accelerator_emptyCache()
         _C._empty_host_cache()
+
+
+# DOC START: caching-allocator-alloc
+# Raw blocks handed out by caching_allocator_alloc, by address: each is a storage of the
+# caching allocator's, kept alive until caching_allocator_delete.
+_raw_blocks: dict[int, torch.UntypedStorage] = {}
+_raw_blocks_lock = threading.Lock()
+
+
+def caching_allocator_alloc(size: int, device=None, stream=None) -> int:
+    """`size` bytes from the caching allocator on `device`, for work on `stream` (the
+    device's current stream by default): its address, to free with
+    caching_allocator_delete, as torch.cuda's."""
+    index = _device_index(device)
+    if stream is not None and stream.device != torch.device("openreg", index):
+        raise ValueError(f"caching_allocator_alloc: stream {stream} is not on openreg:{index}")
+    with torch.openreg.device(index), torch.openreg.stream(stream):
+        block = torch.UntypedStorage(size, device=torch.device("openreg", index))
+    with _raw_blocks_lock:
+        _raw_blocks[block.data_ptr()] = block
+    return block.data_ptr()
+
+
+def caching_allocator_delete(mem_ptr: int) -> None:
+    """Return a block from caching_allocator_alloc to the cache."""
+    with _raw_blocks_lock:
+        block = _raw_blocks.pop(mem_ptr, None)
+    if block is None:
+        raise ValueError(f"caching_allocator_delete: {mem_ptr:#x} is not an address "
+                         "caching_allocator_alloc returned, or it was freed already")
+# DOC END: caching-allocator-alloc
+
+
+def get_allocator_backend() -> str:
+    """The device allocator's name, as torch.cuda's: openreg has one, its own caching
+    allocator ("native")."""
+    return "native"
 
 
 def memory_stats(device=None) -> OrderedDict[str, Any]:
