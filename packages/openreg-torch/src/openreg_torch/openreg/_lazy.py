@@ -7,8 +7,9 @@ initialised cannot use the device: its device memory was not inherited.
 Every CPU-only program reaches this queue: torch.manual_seed and torch.seed seed openreg's
 devices too. So a call that resets a generator's whole state (a seed, a state) replaces
 the queued calls it makes moot, keeping the queue at most one entry per device plus one
-for the current one and one for all of them however often a program seeds; and seeds, checked when called, keep no
-stack trace (formatting one made torch.manual_seed a third slower; docs/autoload.md).
+for the current device and one for all of them however often a program seeds; and seeds,
+checked when called, keep no stack trace (formatting one made torch.manual_seed a third
+slower; docs/autoload.md).
 
 The runtime owns the bad-fork state, as torch.cuda leaves it to its C++ layer: only
 the runtime knows whether device memory was mapped (a C++ caller, e.g. a device count
@@ -55,10 +56,9 @@ def _is_in_bad_fork() -> bool:
 def _lazy_call(callable: Callable[[], None], *, resets: int | str | None = None,
                keep_origin: bool = True) -> None:
     """Run `callable` now if initialised, else at initialisation. `resets`: the generators
-    whose whole state `callable` replaces (a device index, ALL_DEVICES or CURRENT_DEVICE,
-    which replaces only earlier CURRENT_DEVICE calls); earlier queued
-    calls that reset only those are dropped. `keep_origin=False` skips the stack trace, for
-    calls whose arguments were checked already."""
+    whose whole state `callable` replaces (a device index, ALL_DEVICES or CURRENT_DEVICE);
+    earlier queued calls that reset only those are dropped. `keep_origin=False` skips the
+    stack trace, for calls whose arguments were checked already."""
     with _lock:
         if is_initialized():
             callable()
