@@ -72,6 +72,14 @@ def test_rng_state_round_trip():
     torch.openreg.set_rng_state_all(states)
 
 
+def test_generator_offset_is_a_clear_error():
+    # No Philox offset (CUDA's): the state is the CPU generator's, saved and restored whole.
+    generator = torch.Generator(device="openreg")
+    for call in (generator.get_offset, lambda: generator.set_offset(4)):
+        with pytest.raises(RuntimeError, match="openreg's generator has no offset.*get_state"):
+            call()
+
+
 def test_fork_rng_restores_device_state():
     torch.manual_seed(0)
     with torch.random.fork_rng(devices=[0], device_type="openreg"):

@@ -28,12 +28,21 @@ uint64_t OpenRegGeneratorImpl::seed() {
   return cpu_generator_.seed();
 }
 
-void OpenRegGeneratorImpl::set_offset(uint64_t offset) {
-  cpu_generator_.set_offset(offset);
+namespace {
+// CUDA's Philox generator has an offset into its stream; the CPU's MT19937, which openreg
+// draws from to give the CPU's numbers, has none. Said in openreg's terms: the wrapped
+// generator's "CPU Generator does not use offset" names a generator the user never made.
+constexpr const char* kNoOffset =
+    "openreg's generator has no offset: it draws the CPU generator's numbers (MT19937, "
+    "not Philox); use get_state()/set_state() to save and restore its position";
+} // namespace
+
+void OpenRegGeneratorImpl::set_offset(uint64_t /*offset*/) {
+  TORCH_CHECK(false, kNoOffset);
 }
 
 uint64_t OpenRegGeneratorImpl::get_offset() const {
-  return cpu_generator_.get_offset();
+  TORCH_CHECK(false, kNoOffset);
 }
 
 void OpenRegGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
