@@ -19,12 +19,27 @@ route_of = openreg_torch.fallback.route_of
         ("aten::atan2", "zero-copy fallback"),  # structured: routed to the CPU kernel
         ("aten::nonzero", "zero-copy fallback"),  # the global fallback
         ("aten::_foreach_add_.List", "zero-copy fallback"),  # whole lists at once
+        ("aten::mish_backward", "zero-copy fallback"),  # the CPU's kernel, not the composite
         ("aten::linear", "composite"),  # CompositeImplicitAutograd: decomposes
         ("aten::matmul", "composite"),
     ],
 )
 def test_route_of_names_the_route(operator, route):
     assert route_of(operator) == route
+
+
+def test_composites_with_a_cpu_kernel_give_the_cpus_bits():
+    # mish_backward has both a CPU kernel and a decomposition; PyTorch gives PrivateUse1 the
+    # decomposition, whose gradients differed from the CPU's in the last bit.
+    generator = torch.Generator().manual_seed(0)
+    x, grad = torch.randn(2, 117, generator=generator), torch.randn(2, 117, generator=generator)
+
+    def mish_gradient(device):
+        leaf = x.to(device).requires_grad_()
+        torch.nn.functional.mish(leaf).backward(grad.to(device))
+        return leaf.grad.cpu()
+
+    assert torch.equal(mish_gradient("openreg"), mish_gradient("cpu"))
 
 
 def test_route_of_agrees_with_the_dispatcher():

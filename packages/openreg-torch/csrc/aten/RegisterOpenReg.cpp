@@ -265,7 +265,10 @@ namespace {
 //     metadata, allocates it, then calls the out= variant (which falls back); the CPU's
 //     functional and in-place kernels build their iterator once, not twice;
 //   - CompositeExplicitAutograd operators with a CPU kernel (native_layer_norm, addr,
-//     _stack...): the composite is a decomposition, not the CPU's numerics;
+//     _stack...): the composite is a decomposition, not the CPU's numerics; the same for
+//     the two CompositeImplicitAutograd ones with a CPU kernel (mish_backward: Mish's
+//     gradients differed from the CPU's in the last bit; native_channel_shuffle), whose
+//     own derivatives (mish's) already choose between kernel and composite;
 //   - foreach operators: one call for the whole list instead of one per tensor.
 // Registers the fallback per operator for every such aten operator that no kernel
 // above serves (not in selective mode, where nothing may fall back unless allowed).
@@ -285,7 +288,8 @@ std::unique_ptr<torch::Library> route_composite_ops_to_fallback() {
     const bool cpu_kernel = op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
     const bool composite =
         op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
-        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
     const bool foreach = name.name.rfind("aten::_foreach_", 0) == 0;
     // mode.values: its composite rejects devices other than CPU, CUDA and XPU.
     const bool device_checking_composite = name.name == "aten::mode" &&
