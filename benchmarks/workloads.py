@@ -314,6 +314,21 @@ def build_empty(device: torch.device, quick: bool) -> Case:
     return Case(run=run, result=result, inner=inner)
 
 
+def build_stack_many(device: torch.device, quick: bool) -> Case:
+    """``torch.stack`` of 200 small tensors, as batching per-sample results on the device
+    does (graph batching, per-item losses): a cat of many pieces."""
+    _seed(0)
+    pieces = [torch.randn(16).to(device) for _ in range(200)]
+    inner = 50
+    state = {}
+
+    def run():
+        for _ in range(inner):
+            state["out"] = torch.stack(pieces)
+
+    return Case(run=run, result=lambda: state["out"], inner=inner)
+
+
 COPY_BYTES = 64 * MiB
 
 
@@ -450,6 +465,8 @@ WORKLOADS: list[Workload] = [
     *[Workload(f"mm_{n}", f"torch.mm of float32 {n}x{n} ({inner} per repetition)",
                1.10, _make_mm(n, inner), reps=61)
       for n, inner in MM_SIZES],
+    Workload("stack_200", "torch.stack of 200 float32 tensors of 16 elements (50 per "
+             "repetition)", 1.10, build_stack_many, reps=61),
     Workload("adamw_foreach_step", "AdamW(foreach=True).step() on the MLP (5 per repetition)",
              1.05, build_adamw_foreach, reps=61),
     Workload("dataloader_pinned", "DataLoader epoch, 2048x3x32x32 batch 64; device: "

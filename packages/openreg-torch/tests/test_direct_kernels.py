@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import openreg_torch
-from openreg_torch.testing import assert_matches_cpu
+from openreg_torch.testing import assert_matches_cpu, recorded_device_work
 
 DEV = "openreg"
 
@@ -338,6 +338,38 @@ def test_structured_alias_lane_reductions_and_selections_match_cpu(case, dtype):
     for tensor in (x, x.t(), x[:, :0], x[0, 0]):  # strided, empty, 0-dim
         for dim in (0, -1, 2):  # 2 is out of range for each of them
             assert_same_outcome(ALIAS_LANE_MORE[case], tensor, dim)
+
+
+# cat's results that are only its inputs' bytes in order are copied without aliases
+# (aten/native/Shape.cpp); every other cat takes the CPU's kernel on aliases. Each case
+# against the CPU: small (serial) and large (parallel over pieces) results, dims after
+# size-1 ones, zero-size and legacy empty inputs, and the cases the copies must not take.
+CAT_CASES = {
+    "many small rows": lambda: ([torch.randn(4) for _ in range(200)], 0),
+    "many rows past the grain": lambda: ([torch.randn(64, 3) for _ in range(200)], 0),
+    "after size-1 dims": lambda: ([torch.randn(1, 1, n, 3) for n in (2, 0, 5)], 2),
+    "legacy empty inputs": lambda: ([torch.empty(0), torch.randn(3, 2), torch.empty(0)], 0),
+    "interleaved rows": lambda: ([torch.randn(3, 2), torch.randn(3, 4)], 1),
+    "non-contiguous input": lambda: ([torch.randn(4, 3).t(), torch.randn(3, 4)], 0),
+    "mixed dtypes": lambda: ([torch.randn(3), torch.arange(3)], 0),
+    "a large piece": lambda: ([torch.randn(40000), torch.randn(5)], 0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CAT_CASES))
+def test_cat_and_stack_match_cpu(case):
+    tensors, dim = CAT_CASES[case]()
+    assert_matches_cpu(lambda *ts: torch.cat(ts, dim), *tensors)
+    if all(t.shape == tensors[0].shape for t in tensors):
+        assert_matches_cpu(lambda *ts: torch.stack(ts, dim), *tensors)
+
+
+def test_cat_copies_are_one_launch():
+    pieces = [torch.full((3,), float(i), device="openreg:1") for i in range(50)]
+    result, work = recorded_device_work(lambda: torch.cat(pieces))
+    assert [(kind, name, device) for kind, name, device, _ in work] == [
+        ("kernel", "aten::cat", 1)], work
+    torch.testing.assert_close(result.cpu(), torch.arange(50.0).repeat_interleave(3))
 
 
 def test_nll_loss_lane_matches_cpu_with_weights_and_ignored_targets():

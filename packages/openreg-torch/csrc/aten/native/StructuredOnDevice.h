@@ -318,6 +318,16 @@ struct StructuredOnDevice<Op, CpuStructured, outputs, at::Tensor&(at::Tensor&, R
 template <typename CpuStructured>
 struct ImplWithPrecomputed;
 
+// A lane whose result may be only its inputs' bytes one after another (cat) copies them
+// itself in such calls, without aliases: launch() says whether it did. Other lanes never.
+template <typename CpuStructured>
+struct CopyOnly {
+  template <typename... Args>
+  static bool launch(const Args&... /*unused*/) {
+    return false;
+  }
+};
+
 namespace structured_detail {
 
 template <typename Return>
@@ -394,11 +404,14 @@ struct StructuredOnAliases<Op, CpuStructured, Return(Args...)> {
         });
       } else {
         const auto precomputed = op.meta(detail::structured_argument(args)...);
-        launch_on_device(*device, Op::name, [&] {
-          const auto outputs = output_aliases(op);
-          ImplWithPrecomputed<CpuStructured>::impl(op, precomputed, outputs,
-                                                   detail::kernel_argument(args)...);
-        });
+        if (!CopyOnly<CpuStructured>::launch(*device, Op::name, precomputed, op.outputs_[0],
+                                             args...)) {
+          launch_on_device(*device, Op::name, [&] {
+            const auto outputs = output_aliases(op);
+            ImplWithPrecomputed<CpuStructured>::impl(op, precomputed, outputs,
+                                                     detail::kernel_argument(args)...);
+          });
+        }
       }
       if constexpr (kOutputs == 1) {
         return std::move(op.outputs_[0]);

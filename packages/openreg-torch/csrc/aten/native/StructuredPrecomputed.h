@@ -11,6 +11,7 @@
 #include <array>
 #include <vector>
 
+#include "aten/native/Shape.h"
 #include "aten/native/StructuredOnDevice.h"
 
 namespace at::native::openreg {
@@ -24,6 +25,16 @@ struct ImplWithPrecomputed<at::native::structured_cat_out_cpu> {
                    const std::vector<at::Tensor>& tensors, int64_t /*dim*/) {
     op.impl(at::ITensorListRef(tensors), pre.dim, pre.valid, pre.all_contiguous,
             pre.all_same_dtype, pre.all_same_sizes_and_stride, pre.memory_format, outputs[0]);
+  }
+};
+
+template <>
+struct CopyOnly<at::native::structured_cat_out_cpu> {
+  template <typename Precomputed>
+  static bool launch(c10::Device device, std::string_view name, const Precomputed& pre,
+                     const at::Tensor& out, const at::ITensorListRef& tensors, int64_t /*dim*/) {
+    return cat_by_copies(device, name, tensors, out, pre.dim, pre.all_contiguous,
+                         pre.all_same_dtype, pre.memory_format);
   }
 };
 
