@@ -60,8 +60,9 @@ class InterprocessEvent(Event):
         _C._ipc_event_synchronize(self._ipc_event)
 
     def elapsed_time(self, end_event: torch.Event) -> float:
-        raise RuntimeError("an interprocess openreg event has no timing (as on CUDA, "
-                           "interprocess=True requires enable_timing=False)")
+        # ValueError, as CUDAEvent raises for an event made without timing.
+        raise ValueError("an interprocess openreg event has no timing (as on CUDA, "
+                         "interprocess=True requires enable_timing=False)")
 
     def __del__(self) -> None:
         event, self._ipc_event = getattr(self, "_ipc_event", 0), 0
