@@ -170,22 +170,28 @@ def test_optimizer(info):
 # openreg.
 
 
-class _StepOffOnDevice(torch.optim.SGD):
+class _PerturbedOnDevice(torch.optim.SGD):
+    """SGD whose step, on openreg only, ends with perturb(parameter)."""
+
+    def perturb(self, parameter):
+        raise NotImplementedError
+
     @torch.no_grad()
     def step(self, closure=None):
         super().step(closure)
         for p in self.param_groups[0]["params"]:
             if p.device.type == DEVICE:
-                p.add_(1e-3)
+                self.perturb(p)
 
 
-class _StateOffOnDevice(torch.optim.SGD):
-    @torch.no_grad()
-    def step(self, closure=None):
-        super().step(closure)
-        for p in self.param_groups[0]["params"]:
-            if p.device.type == DEVICE:
-                self.state[p]["momentum_buffer"].add_(1e-3)
+class _StepOffOnDevice(_PerturbedOnDevice):
+    def perturb(self, parameter):
+        parameter.add_(1e-3)
+
+
+class _StateOffOnDevice(_PerturbedOnDevice):
+    def perturb(self, parameter):
+        self.state[parameter]["momentum_buffer"].add_(1e-3)
 
 
 class _StateOnCpu(torch.optim.SGD):

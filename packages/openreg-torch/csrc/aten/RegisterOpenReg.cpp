@@ -288,14 +288,16 @@ std::unique_ptr<torch::Library> route_composite_ops_to_fallback() {
     const bool cpu_kernel = op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
     const bool composite =
         op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
-        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+    const bool implicit_composite =
         op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd);
     const bool foreach = name.name.rfind("aten::_foreach_", 0) == 0;
     // mode.values: its composite rejects devices other than CPU, CUDA and XPU.
     const bool device_checking_composite = name.name == "aten::mode" &&
                                            name.overload_name == "values";
     // The CPU's own kernel instead of the composite; foreach lists in one call.
-    const bool cpu_instead = composite && (cpu_kernel || device_checking_composite);
+    const bool cpu_instead = (composite && (cpu_kernel || device_checking_composite)) ||
+                             (implicit_composite && cpu_kernel);
     const bool whole_list = composite && foreach && !cpu_kernel;
     if (!cpu_instead && !whole_list) {
       continue;

@@ -72,9 +72,11 @@ float OpenRegEvent::elapsed_time(const OpenRegEvent& end) const {
   if (error == orErrorInvalidResourceHandle || error == orErrorNotReady) {
     const std::string why = orGetLastErrorMessage();
     (void)orGetLastError();  // handled here, as OPENREG_CHECK would
-    TORCH_CHECK_VALUE(error == orErrorNotReady,
-                      "Both events must be created with argument 'enable_timing=True' and "
-                      "recorded before calculating elapsed time: ", why);
+    if (error == orErrorInvalidResourceHandle) {
+      TORCH_CHECK_VALUE(false, "Both events must be created with argument "
+                        "'enable_timing=True' and recorded before calculating elapsed time: ",
+                        why);
+    }
     TORCH_CHECK(false, "Both events must be completed before calculating elapsed time: ", why);
   }
   OPENREG_CHECK(error);
