@@ -37,8 +37,16 @@ def _worker() -> int:
     for line in sys.stdin:
         cmd, *args = line.split()
         if cmd == "check":
-            for _ in range(int(args[0])):
-                case.run()
+            # One thread: with two, a CPU-only process without openreg gave different
+            # parameters in 2 of 30 runs on a loaded machine (1 of 30 with MKL's strict
+            # reproducible mode too), and 0 of 30 with one.
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                for _ in range(int(args[0])):
+                    case.run()
+            finally:
+                torch.set_num_threads(threads)
             torch.save(case.result(), args[1])
             print("ok", flush=True)
         elif cmd == "time":
@@ -61,6 +69,7 @@ class _Worker:
         # MKL's GEMM results depend on the buffers' alignment unless its conditional numerical
         # reproducibility is on: without it, 2 of 40 CPU-only processes (openreg not loaded)
         # gave a different first-layer gradient under load, which failed the bit-for-bit check.
+        # With it, 2 of 30 still did with two threads (see the check step in _worker).
         env.setdefault("MKL_CBWR", "AUTO")
         self.log = Path(log_dir) / f"{self.name}.log"
         with self.log.open("w") as err:
