@@ -1,11 +1,15 @@
-"""LSTM, GRU and their cells on openreg: ATen runs them through the fused cell operators
-(_thnn_fused_lstm_cell, _thnn_fused_gru_cell and their backward) for PrivateUse1 inputs,
-which openreg implements (native/RNN.cpp). Every case trains on openreg and on the CPU
-from the same seed and compares outputs, final states, losses, parameters and gradients."""
+"""LSTM, GRU and their cells on openreg. A float32 LSTM over whole sequences runs the CPU's
+oneDNN layers (aten::mkldnn_rnn_layer) as the CPU does; everything else goes through the
+fused cell operators (_thnn_fused_lstm_cell, _thnn_fused_gru_cell and their backward) that
+ATen calls for PrivateUse1 inputs, which openreg implements (native/RNN.cpp). Every case
+trains on openreg and on the CPU from the same seed and compares outputs, final states,
+losses, parameters and gradients."""
 
 import pytest
 import torch
 from torch import nn
+
+from torch.profiler import ProfilerActivity, profile
 
 from openreg_torch.fallback import route_of
 from openreg_torch.testing import assert_matches_cpu
@@ -122,6 +126,47 @@ def test_lstm_cell_gradient_through_the_cell_state_only():
 
     assert_trains_like_cpu(CellState, lambda device: (sequence(device)[0],),
                            lambda cell_state: cell_state.pow(2).sum())
+
+
+def operators_run(step):
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    return {event.name for event in prof.events()}
+
+
+def test_lstm_runs_the_cpus_onednn_layers_bit_for_bit():
+    # The CPU runs this LSTM as oneDNN layers: so does openreg, with the same results to
+    # the bit in training (forward and backward) and in inference.
+    torch.manual_seed(0)
+    cpu_lstm = nn.LSTM(6, 8, num_layers=2, batch_first=True)
+    lstm = nn.LSTM(6, 8, num_layers=2, batch_first=True).to("openreg")
+    lstm.load_state_dict(cpu_lstm.state_dict())
+    x = sequence("cpu").transpose(0, 1)
+    results = {}
+    for device, module in (("cpu", cpu_lstm), ("openreg", lstm)):
+        def step():
+            output, (hy, cy) = module(x.to(device))
+            (output.pow(2).sum() + hy.sum() + cy.sum()).backward()
+            results[device] = [output, hy, cy] + [p.grad for p in module.parameters()]
+
+        ran = operators_run(step)
+        assert {"aten::mkldnn_rnn_layer", "aten::mkldnn_rnn_layer_backward"} <= ran, device
+        with torch.inference_mode():
+            results[device].append(module(x.to(device))[0])
+    for actual, expected in zip(results["openreg"], results["cpu"]):
+        assert actual.device.type == "openreg"
+        torch.testing.assert_close(actual.detach().cpu(), expected.detach(), rtol=0, atol=0)
+    assert route_of("aten::lstm.input") == "own kernel"
+
+
+def test_lstm_the_cpu_runs_step_by_step_takes_the_fused_cells():
+    # Projections (and float64) are outside the CPU's oneDNN LSTM: ATen's step-by-step
+    # route, through openreg's fused cells.
+    for make in (lambda: nn.LSTM(6, 8, proj_size=4), lambda: nn.LSTM(6, 8).double()):
+        lstm = make().to("openreg")
+        x = sequence("openreg").to(next(lstm.parameters()).dtype)
+        ran = operators_run(lambda: lstm(x)[0].sum().backward())
+        assert "aten::_thnn_fused_lstm_cell" in ran and "aten::mkldnn_rnn_layer" not in ran
 
 
 def test_fused_cells_are_openreg_kernels():

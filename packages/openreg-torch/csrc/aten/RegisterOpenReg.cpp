@@ -121,6 +121,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
       TORCH_FN(native::thnn_fused_lstm_cell_backward_impl));
   own(m, "_thnn_fused_gru_cell", TORCH_FN(native::thnn_fused_gru_cell));
   own(m, "_thnn_fused_gru_cell_backward", TORCH_FN(native::thnn_fused_gru_cell_backward));
+  // A whole-sequence LSTM as the CPU runs it (oneDNN layers); also for autograd below.
+  own(m, "lstm.input", TORCH_FN(native::lstm));
   // SyncBatchNorm's pieces (CUDA-only operators, Normalization.cu's twins).
   own(m, "batch_norm_stats", TORCH_FN(native::batch_norm_stats));
   own(m, "batch_norm_gather_stats", TORCH_FN(native::batch_norm_gather_stats));
@@ -147,6 +149,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   }
 }
 // DOC END: register-minimal
+
+// A composite operator decomposes above autograd: openreg's LSTM stands in for it there
+// too, so that its layers record their own gradients (native/RNN.h).
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("lstm.input", TORCH_FN(native::lstm));
+}
 
 // DOC START: register-fallback
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {

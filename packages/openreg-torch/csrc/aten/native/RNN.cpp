@@ -1,11 +1,16 @@
 #include "aten/native/RNN.h"
 
+#include <ATen/Context.h>
 #include <ATen/TensorOperators.h>
+#include <ATen/native/RNN.h>
+#include <ATen/ops/lstm_native.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/sigmoid.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/tanh.h>
 #include <ATen/ops/zeros_like.h>
+
+#include <algorithm>
 
 #include "execution/RunOnDevice.h"
 
@@ -49,7 +54,46 @@ Tensor tanh_grad(const Tensor& grad, const Tensor& y) {
   return grad * (1 - y * y);
 }
 
+// The CPU's test for its oneDNN LSTM (use_mkldnn and the projection check in ATen's
+// RNN.cpp), asked of openreg tensors: all dense on the input's device, float32 (the
+// CPU's bfloat16 and half cases depend on its own instruction set checks: left to the
+// composite), no projections, concrete sizes.
+bool takes_onednn_lstm(const Tensor& input, TensorList hx, TensorList params) {
+  if (!at::globalContext().userEnabledMkldnn() || input.scalar_type() != kFloat ||
+      input.numel() == 0 || hx.size() != 2 || hx[0].dim() != 3 || hx[1].dim() != 3 ||
+      hx[0].size(2) != hx[1].size(2) ||
+      hx[0].unsafeGetTensorImpl()->has_symbolic_sizes_strides()) {
+    return false;
+  }
+  const auto on_input_device = [&](const Tensor& tensor) {
+    return tensor.defined() && tensor.layout() == kStrided &&
+           tensor.device() == input.device();
+  };
+  return on_input_device(input) && std::all_of(hx.begin(), hx.end(), on_input_device) &&
+         std::all_of(params.begin(), params.end(), on_input_device);
+}
+
 } // namespace
+
+// DOC START: onednn-lstm
+std::tuple<Tensor, Tensor, Tensor> lstm(const Tensor& input, TensorList hx, TensorList params,
+                                        bool has_biases, int64_t num_layers, double dropout,
+                                        bool train, bool bidirectional, bool batch_first) {
+  // The CPU's kernel of the stub (its DispatchStub's call is not exported; the kernel
+  // pointer is, and is null in a build without oneDNN).
+  const auto onednn_lstm = at::native::lstm_mkldnn_stub_DECLARE_DISPATCH_type::DEFAULT;
+  if (onednn_lstm == nullptr || !takes_onednn_lstm(input, hx, params)) {
+    return at::native::lstm(input, hx, params, has_biases, num_layers, dropout, train,
+                            bidirectional, batch_first);
+  }
+  // Called with openreg tensors: its tensor operations dispatch to openreg like any
+  // caller's, so each layer is one aten::mkldnn_rnn_layer on the device.
+  Tensor output, hy, cy;
+  onednn_lstm(output, hy, cy, input, hx, params, has_biases, num_layers, dropout, train,
+              bidirectional, batch_first);
+  return std::make_tuple(std::move(output), std::move(hy), std::move(cy));
+}
+// DOC END: onednn-lstm
 
 // DOC START: fused-lstm-cell
 std::tuple<Tensor, Tensor, Tensor> thnn_fused_lstm_cell(

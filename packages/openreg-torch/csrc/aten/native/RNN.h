@@ -1,16 +1,29 @@
 #pragma once
 
-// The fused RNN cells ATen calls for LSTM, GRU, LSTMCell and GRUCell whenever the input
-// is a PrivateUse1 tensor (the branch CUDA and XPU take). PyTorch has CUDA kernels for
-// them only; openreg computes the same gate formulas with the CPU's operators on kernel
-// views, in the order the CPU's unfused cells use, so results match the CPU's.
+// Recurrent layers on openreg. A whole-sequence LSTM takes the CPU's own route where
+// the CPU would: its oneDNN layers (lstm). Everything else runs ATen's step-by-step
+// implementation, which calls the fused cells below for PrivateUse1 inputs (the branch
+// CUDA and XPU take). PyTorch has CUDA kernels for the cells only; openreg computes the
+// same gate formulas with the CPU's operators on kernel views, in the order the CPU's
+// unfused cells use, so results match the CPU's.
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/ArrayRef.h>
 
 #include <optional>
 #include <tuple>
 
 namespace at::native::openreg {
+
+// aten::lstm.input. Where the CPU runs a float32 LSTM as oneDNN layers (no projections,
+// oneDNN enabled), so does openreg: the CPU's oneDNN LSTM, whose layers
+// (aten::mkldnn_rnn_layer, and its backward) the fallback runs on kernel views, with
+// the same results. Otherwise PyTorch's composite, step by step through the fused cells.
+// Registered for AutogradPrivateUse1 too: a composite operator is decomposed above
+// autograd, so the layers record their own gradients.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm(
+    const at::Tensor& input, at::TensorList hx, at::TensorList params, bool has_biases,
+    int64_t num_layers, double dropout, bool train, bool bidirectional, bool batch_first);
 
 // Returns (hy, cy, workspace); the workspace holds the activated gates [i, f, g, o].
 std::tuple<at::Tensor, at::Tensor, at::Tensor> thnn_fused_lstm_cell(
