@@ -242,7 +242,10 @@ def test_aoti_package_runs_on_openreg(aoti_package, index):
     assert any(name.startswith("cpp_fused_") and device == index for name, device in kernels)
 
 
-def test_aoti_loading_on_a_missing_device_is_a_clear_error(aoti_package):
+def test_aoti_loading_on_a_missing_device_is_a_clear_error(aoti_package, tmp_path, monkeypatch):
+    # PyTorch's package loader leaves the directory it extracted the package to (under
+    # TMPDIR) when the runner's constructor throws: here, in this test's own directory.
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     with pytest.raises(RuntimeError, match="no device openreg:7"):
         torch._inductor.aoti_load_package(aoti_package[0], device_index=7)
 
