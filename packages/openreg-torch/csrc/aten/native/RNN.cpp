@@ -3,8 +3,8 @@
 #include <ATen/Context.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/native/RNN.h>
-#include <ATen/ops/lstm_native.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/lstm_native.h>
 #include <ATen/ops/sigmoid.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/tanh.h>
