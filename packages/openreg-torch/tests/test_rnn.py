@@ -8,7 +8,6 @@ losses, parameters and gradients."""
 import pytest
 import torch
 from torch import nn
-
 from torch.profiler import ProfilerActivity, profile
 
 from openreg_torch.fallback import route_of
