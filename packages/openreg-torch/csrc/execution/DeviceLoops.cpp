@@ -75,28 +75,34 @@ class KernelViewIteratorScope {
 // Points the device operands of `iter` into the kernel view for the scope's lifetime,
 // then back at device memory (a CPU scalar operand stays in host memory, which kernels
 // read; an empty operand has nothing to read, and its address may lie just past its
-// memory). A CPU loop may have dropped a trailing operand (a scalar it read), so each
+// memory). A CPU loop may have dropped a trailing operand (a scalar it read): then each
 // remaining one is matched by its address on the way back.
 class OperandsOnKernelView {
  public:
-  explicit OperandsOnKernelView(TensorIteratorBase& iter) : iter_(iter) {
-    for (int arg = 0; arg < iter.ntensors(); ++arg) {
-      if (iter.tensor_base(arg).numel() == 0) {
+  explicit OperandsOnKernelView(TensorIteratorBase& iter)
+      : iter_(iter), ntensors_(iter.ntensors()) {
+    for (int arg = 0; arg < ntensors_; ++arg) {
+      if (iter.device(arg).is_cpu() || iter.tensor_base(arg).numel() == 0) {
         continue;
       }
       void* device_address = iter.data_ptr(arg);
-      void* kernel = kernel_address(iter, arg);
-      if (kernel != device_address) {  // a CPU scalar stays as it is
-        addresses_.emplace_back(device_address, kernel);
-        iter.unsafe_replace_operand(arg, kernel);
-      }
+      void* kernel = kernel_pointer(device_address);
+      shifted_.push_back({arg, device_address, kernel});
+      iter.unsafe_replace_operand(arg, kernel);
     }
   }
   ~OperandsOnKernelView() {
+    if (iter_.ntensors() == ntensors_) {
+      for (const Shifted& operand : shifted_) {
+        iter_.unsafe_replace_operand(operand.arg, operand.device_address);
+      }
+      return;
+    }
     for (int arg = 0; arg < iter_.ntensors(); ++arg) {
-      for (const auto& [device_address, kernel_address] : addresses_) {
-        if (iter_.data_ptr(arg) == kernel_address) {
-          iter_.unsafe_replace_operand(arg, device_address);
+      void* address = iter_.data_ptr(arg);
+      for (const Shifted& operand : shifted_) {
+        if (address == operand.kernel_address) {
+          iter_.unsafe_replace_operand(arg, operand.device_address);
           break;
         }
       }
@@ -106,8 +112,14 @@ class OperandsOnKernelView {
   OperandsOnKernelView& operator=(const OperandsOnKernelView&) = delete;
 
  private:
+  struct Shifted {
+    int arg;
+    void* device_address;
+    void* kernel_address;
+  };
   TensorIteratorBase& iter_;
-  c10::SmallVector<std::pair<void*, void*>, 4> addresses_;  // (device, kernel view)
+  const int ntensors_;
+  c10::SmallVector<Shifted, 4> shifted_;
 };
 } // namespace
 
