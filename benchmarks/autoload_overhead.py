@@ -69,7 +69,7 @@ class _Worker:
         # MKL's GEMM results depend on the buffers' alignment unless its conditional numerical
         # reproducibility is on: without it, 2 of 40 CPU-only processes (openreg not loaded)
         # gave a different first-layer gradient under load, which failed the bit-for-bit check.
-        # With it, 2 of 30 still did with two threads (see the check step in _worker).
+        # With it, two threads still varied: the check step in _worker runs on one.
         env.setdefault("MKL_CBWR", "AUTO")
         self.log = Path(log_dir) / f"{self.name}.log"
         with self.log.open("w") as err:

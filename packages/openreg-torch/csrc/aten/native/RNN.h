@@ -15,12 +15,9 @@
 
 namespace at::native::openreg {
 
-// aten::lstm.input. Where the CPU runs a float32 LSTM as oneDNN layers (no projections,
-// oneDNN enabled), so does openreg: the CPU's oneDNN LSTM, whose layers
-// (aten::mkldnn_rnn_layer, and its backward) the fallback runs on kernel views, with
-// the same results. Otherwise PyTorch's composite, step by step through the fused cells.
-// Registered for AutogradPrivateUse1 too: a composite operator is decomposed above
-// autograd, so the layers record their own gradients.
+// aten::lstm.input (for PrivateUse1 and AutogradPrivateUse1): each layer one
+// aten::mkldnn_rnn_layer, run by the fallback on kernel views, where the CPU would take
+// that route; PyTorch's composite otherwise.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm(
     const at::Tensor& input, at::TensorList hx, at::TensorList params, bool has_biases,
     int64_t num_layers, double dropout, bool train, bool bidirectional, bool batch_first);
