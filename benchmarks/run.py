@@ -86,6 +86,22 @@ def _short_error(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def _check(cases: dict, sync) -> str | None:
+    """Runs each case's check steps; returns how the results differ, or None if they match."""
+    import torch
+
+    for case in cases.values():
+        for _ in range(case.check_steps):
+            case.run()
+    sync()
+    try:
+        torch.testing.assert_close(_to_cpu(cases["device"].result()),
+                                   _to_cpu(cases["cpu"].result()))
+    except AssertionError as exc:
+        return str(exc).strip()[:2000]
+    return None
+
+
 def _measure_in_process(w, device, quick: bool, reps: int, rec: dict) -> dict:
     """Build, check and time the CPU and device cases of `w`; returns times per side."""
     import torch
@@ -96,17 +112,27 @@ def _measure_in_process(w, device, quick: bool, reps: int, rec: dict) -> dict:
 
     # Correctness: identical work on both sides, then compare the results.
     rec["stage"] = "check"
-    for side, case in cases.items():
-        for _ in range(case.check_steps):
-            case.run()
-    sync()
-    try:
-        torch.testing.assert_close(_to_cpu(cases["device"].result()),
-                                   _to_cpu(cases["cpu"].result()))
-        rec["correct"] = True
-    except AssertionError as exc:
-        rec["correct"] = False
-        rec["mismatch"] = str(exc).strip()[:2000]
+    mismatch = _check(cases, sync)
+    rec["correct"] = mismatch is None
+    if mismatch is not None:
+        # The CPU's own multithreaded results vary from run to run on a busy machine (seen
+        # here with the other core busy: mlp_train_step's CPU side, whose three Adam steps
+        # amplify last-bit gradient differences, ended elsewhere in 1 of 10 processes). Fresh cases on one thread tell that apart from a
+        # device defect; the first mismatch stays on record either way.
+        rec["mismatch"] = mismatch
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            recheck = _check({side: w.build(case_device, quick) for side, case_device in
+                              (("cpu", torch.device("cpu")), ("device", device))}, sync)
+        finally:
+            torch.set_num_threads(threads)
+        if recheck is None:
+            rec["correct"] = True
+            rec["note"] = ("results matched on one thread, not on two (the CPU's own "
+                           "run-to-run variation is the likely cause; see mismatch)")
+        else:
+            rec["mismatch"] = recheck
 
     # Timing: interleave CPU and device repetitions, alternating which goes first.
     rec["stage"] = "time"
@@ -290,7 +316,8 @@ def main(argv=None) -> int:
           f"total {time.perf_counter() - t_start:.1f} s")
     for r in records:  # what failed, where a CI log shows it (the JSON may not survive)
         if r.get("mismatch"):
-            print(f"{r['name']} differs from the CPU: {r['mismatch']}")
+            again = " (then matched on one thread)" if r["correct"] else ""
+            print(f"{r['name']} differs from the CPU{again}: {r['mismatch']}")
 
     result = {
         "timestamp": started.isoformat(),

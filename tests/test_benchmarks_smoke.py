@@ -70,3 +70,51 @@ def test_unknown_workload_is_rejected(tmp_path):
     assert proc.returncode == 2
     assert "no_such_workload" in proc.stderr
     assert not list(tmp_path.iterdir())
+
+
+def _load_run_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("benchmarks_run", RUN)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("differ_on_one_thread", [False, True])
+def test_a_mismatch_is_checked_again_on_one_thread(differ_on_one_thread):
+    import torch
+
+    run = _load_run_module()
+    sys.path.insert(0, str(RUN.parent))
+    try:
+        from workloads import Case, Workload
+    finally:
+        sys.path.remove(str(RUN.parent))
+
+    def build(device, quick):
+        value = torch.zeros(4)
+
+        def step():
+            # What the CPU's multithreaded kernels do now and then: another last bit.
+            wobble = device.type != "cpu" and (differ_on_one_thread
+                                               or torch.get_num_threads() > 1)
+            value.add_(1.0 + (1e-3 if wobble else 0.0))
+
+        return Case(run=step, result=lambda: value.to(device))
+
+    workload = Workload("thread_sensitive", "test double", 1.0, build, reps=1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        record = run.run_workload(workload, torch.device("openreg"), quick=True,
+                                  reps_override=1)
+    finally:
+        torch.set_num_threads(threads)
+    assert record["error"] is None
+    assert "Mismatched elements: 4 / 4" in record["mismatch"]
+    if differ_on_one_thread:
+        assert record["correct"] is False and "note" not in record
+    else:
+        assert record["correct"] is True
+        assert "matched on one thread" in record["note"]
