@@ -1,5 +1,6 @@
 """Operators without an openreg kernel run through the fallback, matching the CPU."""
 
+import openreg_torch.fallback
 import pytest
 import torch
 
@@ -70,6 +71,23 @@ def test_factories_on_device():
     torch.testing.assert_close(torch.full((2, 2), 7.0, device="openreg").cpu(), torch.full((2, 2), 7.0))
     torch.testing.assert_close(torch.eye(3, device="openreg").cpu(), torch.eye(3))
     torch.testing.assert_close(torch.zeros_like(torch.ones(3, device="openreg")).cpu(), torch.zeros(3))
+
+
+@pytest.mark.parametrize("current", [0, 1])
+def test_fallback_factories_without_a_device_index_land_on_the_current_device(current):
+    # `device="openreg"` (and a default device of "openreg") names the current device; a
+    # result without an index matched no other tensor ("openreg:0 and openreg!").
+    assert openreg_torch.fallback.route_of("aten::tril_indices") == "zero-copy fallback"
+    torch.openreg.set_device(current)
+    rows, cols = torch.tril_indices(3, 3, -1, device="openreg")
+    upper = torch.triu_indices(3, 3, device="openreg")
+    for result in (rows, upper):
+        assert result.device == torch.device("openreg", current)
+    matrix = torch.arange(9.0, device="openreg").view(3, 3)
+    torch.testing.assert_close(matrix[rows, cols].cpu(), torch.tensor([3.0, 6.0, 7.0]))
+    torch.testing.assert_close(upper.cpu(), torch.triu_indices(3, 3))
+    with torch.device("openreg"):
+        assert torch.tril_indices(2, 2).device == torch.device("openreg", current)
 
 
 def test_mixed_cpu_scalar_tensor_allowed():

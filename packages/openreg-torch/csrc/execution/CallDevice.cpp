@@ -1,5 +1,7 @@
 #include "execution/CallDevice.h"
 
+#include "runtime/OpenRegFunctions.h"
+
 namespace at::native::openreg {
 
 void CallDevice::note_operand(const at::Tensor& tensor) {
@@ -29,9 +31,14 @@ void CallDevice::note_index(const at::Tensor& tensor) {
 }
 
 void CallDevice::note_device_argument(c10::Device device) {
-  if (device.type() == c10::kPrivateUse1) {
-    argument_device_ = device;
+  if (device.type() != c10::kPrivateUse1) {
+    return;
   }
+  // `device="openreg"` means the current device, as for every factory function: results
+  // carry the index (a tensor on "openreg" with none matches no other tensor).
+  argument_device_ = device.has_index()
+      ? device
+      : c10::Device(c10::kPrivateUse1, c10::openreg::current_device());
 }
 
 // DOC START: call-device
