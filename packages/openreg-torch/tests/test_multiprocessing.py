@@ -85,6 +85,48 @@ if __name__ == "__main__":
     assert out.strip() == "ok"
 
 
+def test_sparse_and_nested_tensors_travel_as_their_shared_pieces(scenario):
+    out = scenario("""
+import warnings
+warnings.filterwarnings("ignore")  # sparse/nested "beta" and invariant-check notices
+
+def child(inbox, outbox):
+    tensors, expected = inbox.get(timeout=WAIT)
+    for t, (device, layout, dense) in zip(tensors, expected):
+        check(t.device == device and t.layout == layout, f"{t.device} {t.layout}")
+        got = t.to_padded_tensor(0.0) if t.is_nested else t.to_dense()
+        torch.testing.assert_close(got.cpu(), dense)
+    coo, csr = tensors[0], tensors[1]
+    check(coo.is_coalesced(), "coalesced flag kept")
+    coo._values().mul_(10)  # the pieces are the sender's memory
+    csr.values().mul_(10)
+    torch.openreg.synchronize()
+    outbox.put("written")
+    inbox.get(timeout=WAIT)
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    inbox, outbox = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=child, args=(inbox, outbox))
+    p.start()
+    dense = torch.tensor([[0., 1., 0., 0.], [2., 0., 0., 3.]])
+    tensors = [dense.to_sparse().to("openreg:1"), dense.to_sparse_csr().to("openreg"),
+               dense.to_sparse_csc().to("openreg"), dense.to_sparse_bsr((1, 2)).to("openreg"),
+               torch.nested.nested_tensor([torch.ones(2), torch.arange(3.0)], device="openreg")]
+    expected = [(t.device, t.layout, t.to_padded_tensor(0.0).cpu() if t.is_nested
+                 else t.to_dense().cpu()) for t in tensors]
+    inbox.put((tensors, expected))
+    check(outbox.get(timeout=WAIT) == "written", "child wrote")
+    torch.testing.assert_close(tensors[0].to_dense().cpu(), dense * 10)
+    torch.testing.assert_close(tensors[1].to_dense().cpu(), dense * 10)
+    inbox.put("bye")
+    p.join(WAIT)
+    check(p.exitcode == 0, f"child exit {p.exitcode}")
+    print("ok")
+""")
+    assert out.strip() == "ok"
+
+
 def test_a_received_tensor_is_sent_on(scenario):
     out = scenario("""
 def relay(inbox, onward):

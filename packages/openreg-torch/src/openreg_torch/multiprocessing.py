@@ -86,13 +86,47 @@ def _reduce_openreg_tensor(tensor: torch.Tensor):
             "autograd does not support crossing process boundaries. If you just want to "
             "transfer the data, call detach() on the tensor before serializing (e.g., "
             "putting it on the queue).")
-    if tensor.layout != torch.strided:
-        raise RuntimeError(f"openreg can send only strided tensors to another process, "
-                           f"not {tensor.layout}")
     torch.utils.hooks.warn_if_has_hooks(tensor)
+    if tensor.is_nested or tensor.layout != torch.strided:
+        return _reduce_composite(tensor)
     return (_rebuild_tensor, (type(tensor), tensor.size(), tensor.stride(),
                               tensor.storage_offset(), tensor.dtype,
                               _share(tensor.untyped_storage()), tensor.requires_grad))
+
+
+def _reduce_part(tensor: torch.Tensor) -> tuple:
+    """One strided piece of a sparse or nested tensor: ours on openreg, torch's on the CPU
+    (a nested tensor's sizes, strides and offsets)."""
+    if tensor.device.type == "openreg":
+        return _reduce_openreg_tensor(tensor)
+    return _torch_reductions.reduce_tensor(tensor)
+
+
+# DOC START: reduce-composite
+def _reduce_composite(tensor: torch.Tensor) -> tuple:
+    """Sparse and nested tensors travel as their strided pieces, as torch sends them
+    (reductions.py: reduce_sparse_tensor, reduce_nested_tensor), and are put together by
+    torch's own rebuild functions. torch's reducers cannot be reused whole: they reduce
+    each piece with their CPU/CUDA reduce_tensor directly, not through the pickler."""
+    if tensor.is_nested:
+        return (_torch_reductions.rebuild_nested_tensor,
+                (*_reduce_part(tensor.values()), *_reduce_part(tensor._nested_tensor_size()),
+                 *_reduce_part(tensor._nested_tensor_strides()),
+                 *_reduce_part(tensor._nested_tensor_storage_offsets())))
+    if tensor.layout == torch.sparse_coo:
+        return (_torch_reductions.rebuild_sparse_coo_tensor,
+                (*_reduce_part(tensor._indices()), *_reduce_part(tensor._values()),
+                 tensor.shape, tensor.is_coalesced()))
+    if tensor.layout in (torch.sparse_csr, torch.sparse_bsr):
+        compressed, plain = tensor.crow_indices(), tensor.col_indices()
+    elif tensor.layout in (torch.sparse_csc, torch.sparse_bsc):
+        compressed, plain = tensor.ccol_indices(), tensor.row_indices()
+    else:
+        raise RuntimeError(f"openreg cannot send a {tensor.layout} tensor to another process")
+    return (_torch_reductions.rebuild_sparse_compressed_tensor,
+            (*_reduce_part(compressed), *_reduce_part(plain), *_reduce_part(tensor.values()),
+             tensor.shape, tensor.layout))
+# DOC END: reduce-composite
 
 
 def _reduce_openreg_storage(storage: torch.UntypedStorage):
