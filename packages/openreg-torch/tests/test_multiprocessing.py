@@ -485,6 +485,24 @@ def test_interprocess_event_errors_and_handles():
         torch.openreg.Event.from_ipc_handle(0, bytes(64))
 
 
+def test_an_interprocess_event_takes_the_device_of_its_first_record():
+    # As a CUDA event: made on its first record's device, not where it was constructed.
+    event = torch.openreg.Event(interprocess=True)
+    assert event.device is None and event.query()
+    event.wait()  # never recorded: nothing to wait for
+    event.synchronize()
+    event.record(torch.openreg.Stream(1))  # the current device is 0
+    assert event.device == torch.device("openreg", 1)
+    event.synchronize()
+    assert event.query()
+    shared = torch.openreg.Event(interprocess=True)
+    with torch.openreg.device(1):
+        shared.ipc_handle()  # sharing first: the current device's
+    assert shared.device == torch.device("openreg", 1)
+    with pytest.raises(RuntimeError, match="belongs to device 1"):
+        shared.record(torch.openreg.Stream(0))
+
+
 # ------------------------------------------------------------------------ DataLoader
 
 DATASET = """

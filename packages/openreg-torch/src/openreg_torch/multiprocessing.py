@@ -134,7 +134,8 @@ def _reduce_openreg_storage(storage: torch.UntypedStorage):
 
 
 def _reduce_event(event):
-    return (_rebuild_event, (event._ipc_device, event.ipc_handle()))
+    handle = event.ipc_handle()  # first: it gives a never-recorded event its device
+    return (_rebuild_event, (event._ipc_device, handle))
 
 
 def _raise_in_receiver(kind: type, message: str):

@@ -3,6 +3,9 @@
 Such an event is a runtime event created with ``orEventInterprocess``: its state lives in
 memory shared with every process that opened its ``ipc_handle()``, so a record in one
 process orders the waits (``wait``, ``synchronize``, ``query``) of all. It has no timing.
+As a CUDA event does, it takes its device when first needed: its first record's stream,
+or the current device if ``ipc_handle()`` comes first. Until then it has never been
+recorded: waiting for it returns at once.
 """
 
 from __future__ import annotations
@@ -21,43 +24,60 @@ class InterprocessEvent(Event):
     `Event.from_ipc_handle(device, handle)`."""
 
     @classmethod
-    def _make(cls, device: int, runtime_event: int) -> InterprocessEvent:
+    def _make(cls, blocking: bool) -> InterprocessEvent:
         # Skips Event.__new__: the torch.Event underneath is never recorded, every
         # operation goes to the runtime event.
-        self = torch.Event.__new__(cls, device=torch.device("openreg", device),
-                                   enable_timing=False, blocking=False, interprocess=False)
-        self._ipc_event = runtime_event
-        self._ipc_device = device
+        self = torch.Event.__new__(cls, device="openreg", enable_timing=False, blocking=False,
+                                   interprocess=False)
+        self._ipc_event = 0  # the runtime event, once made
+        self._ipc_device = None
+        self._blocking = blocking
         return self
 
     @classmethod
-    def _create(cls, device: int, blocking: bool) -> InterprocessEvent:
+    def _create(cls, blocking: bool) -> InterprocessEvent:
         _lazy_init()
-        return cls._make(device, _C._ipc_event_create(device, blocking))
+        return cls._make(blocking)
 
     @classmethod
     def _open(cls, device: int, handle: bytes) -> InterprocessEvent:
         _lazy_init()
-        return cls._make(device, _C._ipc_event_open(handle))
+        self = cls._make(blocking=False)
+        self._ipc_event, self._ipc_device = _C._ipc_event_open(handle), device
+        return self
+
+    def _made_on(self, device: int) -> int:
+        """The runtime event, made on `device` if it does not exist yet."""
+        if not self._ipc_event:
+            self._ipc_event = _C._ipc_event_create(device, self._blocking)
+            self._ipc_device = device
+        return self._ipc_event
+
+    @property
+    def device(self) -> torch.device | None:
+        """The event's device; None until it is first recorded (or shared)."""
+        return None if self._ipc_device is None else torch.device("openreg", self._ipc_device)
 
     def ipc_handle(self) -> bytes:
         """A handle another process opens with `Event.from_ipc_handle(device, handle)`."""
-        return _C._ipc_event_handle(self._ipc_event)
-
-    def _stream(self, stream: torch.Stream | None, caller: str) -> torch.Stream:
-        return current_stream(self._ipc_device) if stream is None else _checked(stream, caller)
+        return _C._ipc_event_handle(self._made_on(torch.openreg.current_device()))
 
     def record(self, stream: torch.Stream | None = None) -> None:
-        _C._ipc_event_record(self._ipc_event, self._stream(stream, "Event.record").native_handle)
+        stream = current_stream() if stream is None else _checked(stream, "Event.record")
+        _C._ipc_event_record(self._made_on(stream.device_index), stream.native_handle)
 
     def wait(self, stream: torch.Stream | None = None) -> None:
-        _C._ipc_event_wait(self._ipc_event, self._stream(stream, "Event.wait").native_handle)
+        if self._ipc_event:  # never recorded: nothing to wait for
+            stream = current_stream(self._ipc_device) if stream is None else _checked(
+                stream, "Event.wait")
+            _C._ipc_event_wait(self._ipc_event, stream.native_handle)
 
     def query(self) -> bool:
-        return _C._ipc_event_query(self._ipc_event)
+        return not self._ipc_event or _C._ipc_event_query(self._ipc_event)
 
     def synchronize(self) -> None:
-        _C._ipc_event_synchronize(self._ipc_event)
+        if self._ipc_event:
+            _C._ipc_event_synchronize(self._ipc_event)
 
     def elapsed_time(self, end_event: torch.Event) -> float:
         # ValueError, as CUDAEvent raises for an event made without timing.
@@ -73,4 +93,4 @@ class InterprocessEvent(Event):
                 pass
 
     def __repr__(self) -> str:
-        return f"<torch.openreg.Event interprocess device=openreg:{self._ipc_device}>"
+        return f"<torch.openreg.Event interprocess device={self.device}>"

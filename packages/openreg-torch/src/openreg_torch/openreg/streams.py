@@ -100,7 +100,7 @@ class Event(torch.Event):
                 raise ValueError("an interprocess event cannot time: pass enable_timing=False "
                                  "with interprocess=True (as on CUDA)")
             from ._ipc_event import InterprocessEvent
-            return InterprocessEvent._create(_device_index(None), blocking)
+            return InterprocessEvent._create(blocking)
         return super().__new__(cls, device="openreg", enable_timing=enable_timing,
                                blocking=blocking, interprocess=False)
 
