@@ -187,3 +187,27 @@ def test_overrideable_results_keep_their_inputs_layout():
     assert out.stride() == q.stride()
     grads = torch.autograd.grad(out.sum(), (q, k, v))
     assert [g.stride() for g in grads] == [t.stride() for t in (q, k, v)]
+
+
+@pytest.mark.parametrize("transform", ["vmap", "vmap-of-grad", "grad"])
+def test_torch_func_transforms_of_attention_take_the_math_path(transform):
+    # The overrideable kernel has no batching rule (vmap refused it: "Batching rule not
+    # implemented for aten::_scaled_dot_product_fused_attention_overrideable"); under any
+    # torch.func transform attention takes the math path, which vmap batches op by op.
+    from torch.func import grad, vmap
+
+    def attention(t):
+        return F.scaled_dot_product_attention(t, t, t, is_causal=True)
+
+    def loss(t):
+        return attention(t).sin().sum()
+
+    run = {"vmap": vmap(attention), "vmap-of-grad": vmap(grad(loss)), "grad": grad(loss)}[transform]
+    samples = randn(3, 2, 4, 6, 8, seed=7)  # vmap over 3 of (batch 2, 4 heads, 6 tokens, 8 dims)
+    inputs = samples if transform != "grad" else samples[0]
+    expected = run(inputs)  # the CPU: its flash kernel (under vmap, sample by sample)
+    result = run(inputs.to("openreg"))
+    assert result.device.type == "openreg"
+    torch.testing.assert_close(result.cpu(), expected, rtol=1e-5, atol=1e-5)
+    # Outside a transform the same inputs still take the overrideable kernel.
+    assert choice("openreg", *(samples[0],) * 3, {}) == OVERRIDEABLE

@@ -2,6 +2,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <ATen/native/transformers/sdp_utils_cpp.h>
 #include <ATen/ops/_fused_sdp_choice_native.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
@@ -75,6 +76,18 @@ bool fused_kernel_accepts(const sdp::sdp_params& params) {
 }
 // DOC END: fused-kernel-constraints
 
+// Whether a torch.func transform (vmap, grad, jvp, ...) is running: functorch keeps its
+// dynamic-layer keys in the thread's included set while its layer stack is not empty.
+// Under vmap the overrideable kernel cannot run: it has no batching rule (functorch has
+// them for CUDA's flash, efficient and cuDNN kernels only) and vmap's generic fallback
+// refuses it because it returns SymInts. Whether a vmap layer lies below the transform
+// that hands over the tensors (vmap(grad(f)) passes grad wrappers) is recorded only in
+// functorch's interpreter stack, whose headers need a JSON library the wheel lacks; so
+// every transform takes the math path, which is batched and differentiated op by op.
+bool in_functorch_transform() {
+  return c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::FuncTorchDynamicLayerFrontMode);
+}
+
 } // namespace
 
 // DOC START: sdp-choice
@@ -87,6 +100,9 @@ int64_t fused_sdp_choice(const Tensor& query, const Tensor& key, const Tensor& v
   // (math, or flash if the user disabled OVERRIDEABLE) stands. The CPU's chooser is
   // called directly, not through the dispatcher, so it also answers for the fake tensors
   // of torch.compile, symbolic shapes included.
+  if (in_functorch_transform()) {
+    return static_cast<int64_t>(at::SDPBackend::math);
+  }
   const sdp::sdp_params params{query, key, value, attn_mask, dropout_p, is_causal, enable_gqa};
   const bool overrideable = at::globalContext().userEnabledOverrideableSDP();
   if (overrideable && !at::globalContext().userEnabledFlashSDP() &&
