@@ -176,3 +176,19 @@ def test_a_state_queued_before_init_that_fails_names_where_it_was_set(run_python
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("call", [
+    lambda g: torch.empty(3).uniform_(generator=g),
+    lambda g: torch.empty(3).random_(generator=g),
+    lambda g: torch.bernoulli(torch.full((3,), 0.5), generator=g),
+    lambda g: torch.multinomial(torch.ones(3), 2, generator=g),
+    lambda g: torch.randperm(5, generator=g),  # DataLoader(shuffle=True, generator=g)
+], ids=["uniform_", "random_", "bernoulli", "multinomial", "randperm"])
+def test_an_openreg_generator_for_cpu_work_is_refused_as_cuda_refuses_it(call):
+    # The generator's dispatch key sends the call to openreg, which has no openreg tensor to
+    # run on: the message is the one CUDA's users see ("... found 'cuda'"), not openreg's own.
+    generator = torch.Generator("openreg").manual_seed(0)
+    with pytest.raises(RuntimeError,
+                       match="Expected a 'cpu' device type for generator but found 'openreg'"):
+        call(generator)

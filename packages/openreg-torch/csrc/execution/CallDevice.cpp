@@ -41,9 +41,19 @@ void CallDevice::note_device_argument(c10::Device device) {
       : c10::Device(c10::kPrivateUse1, c10::openreg::current_device());
 }
 
+void CallDevice::note_generator(const at::Generator& generator) {
+  openreg_generator_ = openreg_generator_ ||
+                       (generator.defined() && generator.device().type() == c10::kPrivateUse1);
+}
+
 // DOC START: call-device
 std::optional<c10::Device> CallDevice::device() const {
   if (!tensor_device_.has_value()) {
+    // An openreg generator for CPU tensors: its key sent the call here. CUDA's kernels
+    // hand such a call to the CPU's, which refuses the generator; so does openreg.
+    TORCH_CHECK(argument_device_.has_value() || !openreg_generator_,
+                "Expected a 'cpu' device type for generator but found '",
+                c10::get_privateuse1_backend(), "' (in ", op_name_, ")");
     return argument_device_;
   }
   TORCH_CHECK(!cpu_operand_with_dims_,

@@ -4,6 +4,7 @@
 // CUDA kernel rejects: tensors on two openreg devices, and CPU tensors that are not
 // 0-dim scalars (index lists excepted, whose CPU tensors CUDA accepts too).
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
@@ -23,6 +24,8 @@ class CallDevice {
   void note_index(const at::Tensor& tensor);
   // A device argument (factory functions): used when no openreg tensor decides.
   void note_device_argument(c10::Device device);
+  // A generator argument: an openreg one with nothing else on openreg is refused.
+  void note_generator(const at::Generator& generator);
 
   // The call's device (nullopt if nothing names one); throws on a rejected mix.
   std::optional<c10::Device> device() const;
@@ -31,6 +34,7 @@ class CallDevice {
   std::string_view op_name_;
   std::optional<c10::Device> tensor_device_;
   std::optional<c10::Device> argument_device_;
+  bool openreg_generator_ = false;
   bool cpu_operand_with_dims_ = false;
 };
 

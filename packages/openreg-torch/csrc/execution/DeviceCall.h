@@ -63,6 +63,7 @@ class OPENREG_TORCH_API DeviceCall {
   void note_operand(const at::Tensor& tensor) { operands_.note_operand(tensor); }
   void note_index(const at::Tensor& tensor) { operands_.note_index(tensor); }
   void note_device_argument(c10::Device device) { operands_.note_device_argument(device); }
+  void note_generator(const at::Generator& generator) { operands_.note_generator(generator); }
   std::optional<c10::Device> find_device();
   // For work whose device follows its own rule (a copy runs on its destination's).
   void use_device(c10::Device device);

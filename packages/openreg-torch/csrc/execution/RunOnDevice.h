@@ -48,6 +48,11 @@ inline void note(DeviceCall& call, at::TensorList tensors) {
 inline void note(DeviceCall& call, const at::ITensorListRef& tensors) {
   note_each(call, tensors);
 }
+inline void note(DeviceCall& call, const std::optional<at::Generator>& generator) {
+  if (generator.has_value()) {
+    call.note_generator(*generator);
+  }
+}
 template <typename Value>
 void note(DeviceCall& /*call*/, const Value& /*value*/) {}
 

@@ -35,6 +35,8 @@ std::optional<c10::Device> find_device(DeviceCall& call, const torch::jit::Stack
       }
     } else if (value.isDevice()) {
       call.note_device_argument(value.toDevice());
+    } else if (value.isGenerator()) {
+      call.note_generator(value.toGenerator());
     }
   }
   return call.find_device();
