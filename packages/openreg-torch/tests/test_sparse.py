@@ -212,3 +212,16 @@ def test_mixing_a_cpu_sparse_tensor_is_rejected():
     sparse_cpu = sparse_matrix().to_sparse()
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.sparse.mm(sparse_cpu, torch.randn(6, 5, device="openreg"))
+
+
+def test_an_operator_the_cpu_lacks_for_sparse_names_openregs_sparse_key():
+    # PyTorch has a dense linalg_vector_norm and no SparseCPU one (clip_grad_norm_ of an
+    # Embedding(sparse=True) gradient meets it): the error names openreg's key, as CUDA's
+    # names SparseCUDA, not the SparseCPU kernel openreg's fallback would have run.
+    gradient = torch.sparse_coo_tensor(torch.tensor([[1, 2]]), torch.ones(2, 3), (10, 3))
+    with pytest.raises(NotImplementedError, match="'SparseCPU' backend"):
+        torch.linalg.vector_norm(gradient)
+    with pytest.raises(NotImplementedError,
+                       match=r"linalg_vector_norm' with arguments from the 'SparsePrivateUse1' "
+                             r"backend: PyTorch has no SparseCPU kernel"):
+        torch.linalg.vector_norm(gradient.to("openreg"))

@@ -31,6 +31,7 @@ class FallbackCall {
     alias_inputs();
     // The CPU kernel for the aliases: CPU's, or SparseCPU's / SparseCsrCPU's for sparse ones.
     const c10::DispatchKeySet kernel_keys = call_.kernel_keys();
+    require_layout_kernel(kernel_keys.highestPriorityTypeId());
     if (kernel_keys != c10::DispatchKeySet(c10::DispatchKey::CPU)) {
       call_.carry_requires_grad();
     }
@@ -40,6 +41,21 @@ class FallbackCall {
   }
 
  private:
+  // A sparse or nested call whose CPU kernel of that layout PyTorch lacks (it has a dense
+  // linalg_vector_norm, no SparseCPU one): redispatched, it would fail naming 'SparseCPU', a
+  // backend the caller never used. Name openreg's key, as CUDA's message names SparseCUDA.
+  void require_layout_kernel(c10::DispatchKey cpu_key) const {
+    if (cpu_key == c10::DispatchKey::CPU || op_.hasComputedKernelForDispatchKey(cpu_key)) {
+      return;
+    }
+    const c10::DispatchKey openreg_key = c10::toRuntimePerBackendFunctionalityKey(
+        c10::toFunctionalityKey(cpu_key), c10::BackendComponent::PrivateUse1Bit);
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "Could not run '", op_.schema().operator_name(),
+                                "' with arguments from the '", openreg_key,
+                                "' backend: PyTorch has no ", cpu_key,
+                                " kernel for openreg's fallback to run on device memory");
+  }
+
   bool is_written(size_t argument) const {
     const auto* info = op_.schema().arguments()[argument].alias_info();
     return info != nullptr && info->isWrite();
