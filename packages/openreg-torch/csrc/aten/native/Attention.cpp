@@ -2,7 +2,6 @@
 
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <ATen/native/transformers/sdp_utils_cpp.h>
 #include <ATen/ops/_fused_sdp_choice_native.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
@@ -11,6 +10,7 @@
 #include <ATen/ops/full.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <limits>
 
@@ -85,7 +85,8 @@ bool fused_kernel_accepts(const sdp::sdp_params& params) {
 // functorch's interpreter stack, whose headers need a JSON library the wheel lacks; so
 // every transform takes the math path, which is batched and differentiated op by op.
 bool in_functorch_transform() {
-  return c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::FuncTorchDynamicLayerFrontMode);
+  return c10::impl::tls_is_dispatch_key_included(
+      c10::DispatchKey::FuncTorchDynamicLayerFrontMode);
 }
 
 } // namespace
