@@ -147,3 +147,27 @@ def test_accelerator_get_device_capability_lists_dtypes_openreg_can_hold():
             actual = device.to(to_dtype).cpu().view(torch.uint8)
             assert torch.equal(actual, host.to(to_dtype).view(torch.uint8)), (from_dtype,
                                                                                to_dtype)
+
+
+def test_torch_openreg_submodules_are_the_loaded_modules():
+    # As `import torch.cuda.memory`: torch registers the device module alone, and such an
+    # import once ran the file again as a second, unconnected copy (memory_allocated()
+    # answered 0, manual_seed was dropped, torch.openreg.memory was replaced for everyone).
+    import importlib
+
+    import openreg_torch.openreg as device_module
+
+    for name in ("memory", "random", "streams", "tensor_meta"):
+        assert importlib.import_module(f"torch.openreg.{name}") is getattr(device_module, name)
+    from torch.openreg.memory import memory_allocated
+    from torch.openreg.random import initial_seed, manual_seed
+
+    held = torch.ones(256, device="openreg")
+    assert memory_allocated() == torch.openreg.memory_allocated() >= held.nbytes
+    state = torch.openreg.get_rng_state()
+    try:
+        manual_seed(5)
+        assert initial_seed() == torch.openreg.initial_seed() == 5
+    finally:
+        torch.openreg.set_rng_state(state)
+    assert torch.openreg.memory is device_module.memory
