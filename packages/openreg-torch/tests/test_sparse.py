@@ -215,13 +215,14 @@ def test_mixing_a_cpu_sparse_tensor_is_rejected():
 
 
 def test_an_operator_the_cpu_lacks_for_sparse_names_openregs_sparse_key():
-    # PyTorch has a dense linalg_vector_norm and no SparseCPU one (clip_grad_norm_ of an
-    # Embedding(sparse=True) gradient meets it): the error names openreg's key, as CUDA's
-    # names SparseCUDA, not the SparseCPU kernel openreg's fallback would have run.
-    gradient = torch.sparse_coo_tensor(torch.tensor([[1, 2]]), torch.ones(2, 3), (10, 3))
+    # PyTorch has a dense cumsum and no SparseCPU one (in 2.13 also no sparse
+    # linalg_vector_norm, which clip_grad_norm_ of an Embedding(sparse=True) gradient
+    # meets): the error names openreg's key, as CUDA's names SparseCUDA, not the SparseCPU
+    # kernel openreg's fallback would have run.
+    sparse = torch.sparse_coo_tensor(torch.tensor([[1, 2]]), torch.ones(2, 3), (10, 3))
     with pytest.raises(NotImplementedError, match="'SparseCPU' backend"):
-        torch.linalg.vector_norm(gradient)
+        sparse.cumsum(0)
     with pytest.raises(NotImplementedError,
-                       match=r"linalg_vector_norm' with arguments from the 'SparsePrivateUse1' "
-                             r"backend: PyTorch has no SparseCPU kernel"):
-        torch.linalg.vector_norm(gradient.to("openreg"))
+                       match=r"cumsum' with arguments from the 'SparsePrivateUse1' backend: "
+                             r"PyTorch has no SparseCPU kernel"):
+        sparse.to("openreg").cumsum(0)
