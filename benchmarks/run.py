@@ -86,6 +86,12 @@ def _short_error(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def _build_cases(w, device, quick: bool) -> dict:
+    import torch
+
+    return {"cpu": w.build(torch.device("cpu"), quick), "device": w.build(device, quick)}
+
+
 def _check(cases: dict, sync) -> str | None:
     """Runs each case's check steps; returns how the results differ, or None if they match."""
     import torch
@@ -107,7 +113,7 @@ def _measure_in_process(w, device, quick: bool, reps: int, rec: dict) -> dict:
     import torch
 
     sync = torch.openreg.synchronize
-    cases = {"cpu": w.build(torch.device("cpu"), quick), "device": w.build(device, quick)}
+    cases = _build_cases(w, device, quick)
     sync()
 
     # Correctness: identical work on both sides, then compare the results.
@@ -117,14 +123,14 @@ def _measure_in_process(w, device, quick: bool, reps: int, rec: dict) -> dict:
     if mismatch is not None:
         # The CPU's own multithreaded results vary from run to run on a busy machine (seen
         # here with the other core busy: mlp_train_step's CPU side, whose three Adam steps
-        # amplify last-bit gradient differences, ended elsewhere in 1 of 10 processes). Fresh cases on one thread tell that apart from a
-        # device defect; the first mismatch stays on record either way.
+        # amplify last-bit gradient differences, ended elsewhere in 1 of 10 processes).
+        # Fresh cases on one thread tell that apart from a device defect; the first
+        # mismatch stays on record either way.
         rec["mismatch"] = mismatch
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            recheck = _check({side: w.build(case_device, quick) for side, case_device in
-                              (("cpu", torch.device("cpu")), ("device", device))}, sync)
+            recheck = _check(_build_cases(w, device, quick), sync)
         finally:
             torch.set_num_threads(threads)
         if recheck is None:
