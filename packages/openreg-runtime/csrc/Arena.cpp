@@ -183,6 +183,12 @@ int deviceOfKernel(uintptr_t p) {
   return importedDevice<true>(p);
 }
 
+void publishedViews(int device, uintptr_t* view, uintptr_t* kernel, size_t* size) {
+  *size = g_ranges[device].size.load(std::memory_order_acquire);
+  *view = *size == 0 ? 0 : g_ranges[device].view.load(std::memory_order_relaxed);
+  *kernel = *size == 0 ? 0 : g_ranges[device].kernel.load(std::memory_order_relaxed);
+}
+
 // DOC START: view-to-kernel
 void* viewToKernel(uintptr_t p) {
   int limit = g_rangeLimit.load(std::memory_order_acquire);

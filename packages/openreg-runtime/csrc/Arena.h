@@ -40,6 +40,8 @@ int deviceOfKernel(uintptr_t p);
 // Kernel-view address of a device-view address, or nullptr.
 void* viewToKernel(uintptr_t p);
 void* kernelToView(uintptr_t p);
+// Device `device`'s published views (all 0 before its arena is mapped).
+void publishedViews(int device, uintptr_t* view, uintptr_t* kernel, size_t* size);
 
 // Imported (IPC) ranges: at most kMaxImportRanges (exporter, device) pairs.
 // The slot holding `p`'s device view, or -1; *viewBase receives its start.

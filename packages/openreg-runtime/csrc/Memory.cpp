@@ -133,4 +133,24 @@ OR_API int orDeviceOfKernelPointer(const void* ptr) {
   return deviceOfKernel(uintptr_t(ptr));
 }
 
+OR_API orError_t orDeviceGetMemoryViews(int device, void** deviceView, void** kernelView,
+                                        size_t* size) {
+  if (deviceView == nullptr || kernelView == nullptr || size == nullptr) {
+    return fail(orErrorInvalidValue, "orDeviceGetMemoryViews: an output pointer is NULL");
+  }
+  *deviceView = *kernelView = nullptr;
+  *size = 0;
+  if (device < 0 || device >= OR_MAX_DEVICES) {
+    return fail(orErrorInvalidDevice, "orDeviceGetMemoryViews: invalid device %d", device);
+  }
+  // A forked child has no device memory (MADV_DONTFORK), whatever its tables say.
+  if (g_state.load(std::memory_order_acquire) == kForked) return orSuccess;
+  uintptr_t view = 0;
+  uintptr_t kernel = 0;
+  publishedViews(device, &view, &kernel, size);
+  *deviceView = reinterpret_cast<void*>(view);
+  *kernelView = reinterpret_cast<void*>(kernel);
+  return orSuccess;
+}
+
 }  // extern "C"

@@ -7,7 +7,7 @@ import pytest
 
 import openreg_runtime as rt
 from openreg_runtime import MemcpyKind as K, MemoryType
-from runtime_helpers import raises, requires_two_devices
+from runtime_helpers import raises, requires_two_devices, run_ok
 
 PAGE = os.sysconf("SC_PAGESIZE")
 
@@ -127,6 +127,31 @@ def test_kernel_view_translation(device_buffer):
     assert ctypes.string_at(k, 12) == b"device bytes"
     ctypes.memmove(k + 100, b"kernel wrote", 12)
     assert rt.copy_from_device(p + 100, 12) == b"kernel wrote"
+
+
+def test_device_memory_views_translate_as_the_runtime_does(device_buffer):
+    p = device_buffer(8192)
+    view, kernel, size = rt._C._device_memory_views(0)
+    assert view <= p < view + size and size > 0
+    for address in (p, p + 4097, view, view + size - 1):
+        assert kernel + (address - view) == rt.kernel_pointer(address)
+    with raises("orErrorInvalidDevice"):
+        rt._C._device_memory_views(-1)
+    with raises("orErrorInvalidDevice"):
+        rt._C._device_memory_views(64)
+
+
+@requires_two_devices
+def test_device_memory_views_are_empty_before_a_device_has_memory():
+    out = run_ok("""
+        import openreg_runtime as rt
+        print(rt._C._device_memory_views(1))
+        rt.set_device(1)
+        p = rt.malloc(64)
+        view, kernel, size = rt._C._device_memory_views(1)
+        print(view <= p < view + size)
+    """)
+    assert out.split() == ["(0,", "0,", "0)", "True"]
 
 
 def test_kernel_view_rejects_host_pointers():

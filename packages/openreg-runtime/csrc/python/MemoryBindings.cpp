@@ -63,6 +63,13 @@ void bindMemory(py::module_& m) {
   m.def("_device_of_pointer", [](uintptr_t p) { return orDeviceOfPointer(ptr(p)); });
   m.def("_device_of_kernel_pointer",
         [](uintptr_t p) { return orDeviceOfKernelPointer(ptr(p)); });
+  m.def("_device_memory_views", [](int device) {
+    void* view = nullptr;
+    void* kernel = nullptr;
+    size_t size = 0;
+    check(orDeviceGetMemoryViews(device, &view, &kernel, &size));
+    return py::make_tuple(addr(view), addr(kernel), size);
+  });
 }
 
 }  // namespace openreg::python

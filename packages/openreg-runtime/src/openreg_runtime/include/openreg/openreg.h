@@ -228,6 +228,15 @@ OR_API orError_t orGetDevicePointer(void** devPtr, const void* kernelPtr);
 OR_API int orDeviceOfPointer(const void* ptr);
 /* The device whose kernel view contains `ptr`, or -1. Lock-free. */
 OR_API int orDeviceOfKernelPointer(const void* ptr);
+/* The two mappings of `device`'s own memory, for translating many addresses
+ * without a call each: an address p in [*deviceView, *deviceView + *size)
+ * has the kernel-view address *kernelView + (p - *deviceView). Both views stay
+ * mapped for the life of the process once made; before the device's first
+ * allocation all three are 0 (nothing to translate yet). Memory opened from
+ * another process (orIpcOpenMemHandle) lies outside them: use
+ * orGetKernelPointer for it. Never initialises. */
+OR_API orError_t orDeviceGetMemoryViews(int device, void** deviceView,
+                                        void** kernelView, size_t* size);
 
 /* ---------------------------------------------------------------- streams */
 
