@@ -30,7 +30,8 @@ def test_forked_child_gets_bad_fork_error(run_python):
     result = run_python(
         """
         import os, torch
-        torch.ones(1, device="openreg")  # initialise in the parent
+        x = torch.ones(4, device="openreg")  # initialise in the parent
+        x * x  # the parent has translated device addresses (known_kernel_pointer)
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -43,6 +44,11 @@ def test_forked_child_gets_bad_fork_error(run_python):
                 code = 3
             except RuntimeError as error:
                 code = code or (0 if "fork" in str(error) else 4)
+            try:
+                x * x  # inherited memory the child does not have: an error, not a fault
+                code = 5
+            except RuntimeError as error:
+                code = code or (0 if "fork" in str(error) else 6)
             os._exit(code)
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status))

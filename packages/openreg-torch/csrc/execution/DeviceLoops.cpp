@@ -82,11 +82,16 @@ class OperandsOnKernelView {
   explicit OperandsOnKernelView(TensorIteratorBase& iter)
       : iter_(iter), ntensors_(iter.ntensors()) {
     for (int arg = 0; arg < ntensors_; ++arg) {
-      if (iter.device(arg).is_cpu() || iter.tensor_base(arg).numel() == 0) {
-        continue;
-      }
       void* device_address = iter.data_ptr(arg);
-      void* kernel = kernel_pointer(device_address);
+      // Nearly always this process's own device memory, translated without asking
+      // what the operand is; an empty operand there is shifted too and never read.
+      void* kernel = known_kernel_pointer(device_address);
+      if (kernel == nullptr) {
+        if (iter.device(arg).is_cpu() || iter.tensor_base(arg).numel() == 0) {
+          continue;
+        }
+        kernel = kernel_pointer(device_address);
+      }
       shifted_.push_back({arg, device_address, kernel});
       iter.unsafe_replace_operand(arg, kernel);
     }

@@ -3,20 +3,73 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 
+#include <pthread.h>
+
 #include <array>
 
 #include "runtime/OpenRegException.h"
 
 namespace at::native::openreg {
 
-void* kernel_pointer(const void* device_pointer) {
-  if (device_pointer == nullptr) {
-    return nullptr;
+namespace detail {
+
+std::array<DeviceViews, OR_MAX_DEVICES> known_device_views;
+std::atomic<int> known_device_count{0};
+
+namespace {
+// A forked child has no device memory: it forgets the views so that every translation
+// asks its runtime again, which refuses (orErrorForkedProcess) as before any was known.
+void forget_device_views_in_child() {
+  known_device_count.store(0, std::memory_order_relaxed);
+  for (DeviceViews& views : known_device_views) {
+    views.size.store(0, std::memory_order_relaxed);
   }
+}
+[[maybe_unused]] const int forget_in_child =
+    pthread_atfork(nullptr, nullptr, &forget_device_views_in_child);
+
+// Learns the views of the device whose own memory holds `device_pointer`, if any:
+// memory opened from another process lies outside them and keeps asking the runtime.
+void learn_views_around(const void* device_pointer) {
+  const int device = orDeviceOfPointer(device_pointer);
+  if (device < 0 || device >= OR_MAX_DEVICES ||
+      known_device_views[device].size.load(std::memory_order_relaxed) != 0) {
+    return;
+  }
+  void* device_view = nullptr;
+  void* kernel_view = nullptr;
+  size_t size = 0;
+  if (orDeviceGetMemoryViews(device, &device_view, &kernel_view, &size) != orSuccess) {
+    (void)orGetLastError();  // nothing learned; the runtime goes on answering
+    return;
+  }
+  const auto address = reinterpret_cast<uintptr_t>(device_pointer);
+  const auto begin = reinterpret_cast<uintptr_t>(device_view);
+  if (address - begin >= size) {
+    return;
+  }
+  DeviceViews& views = known_device_views[device];
+  // Racing learners store the same values; the size last, so readers see a whole range.
+  views.device_view.store(begin, std::memory_order_relaxed);
+  views.kernel_shift.store(static_cast<char*>(kernel_view) - static_cast<char*>(device_view),
+                           std::memory_order_relaxed);
+  views.size.store(size, std::memory_order_release);
+  int count = known_device_count.load(std::memory_order_relaxed);
+  while (count < device + 1 &&
+         !known_device_count.compare_exchange_weak(count, device + 1,
+                                                   std::memory_order_release)) {
+  }
+}
+} // namespace
+
+void* translate_and_learn(const void* device_pointer) {
   void* kernel = nullptr;
   OPENREG_CHECK(orGetKernelPointer(&kernel, device_pointer));
+  learn_views_around(device_pointer);
   return kernel;
 }
+
+} // namespace detail
 
 // DOC START: kernel-alias
 at::Tensor kernel_alias(const at::Tensor& device_tensor, c10::Allocator* allocator) {
