@@ -65,6 +65,7 @@
 #include "aten/native/ShallowCopy.h"
 #include "aten/native/SparseTensor.h"
 #include "aten/native/SummaryOps.h"
+#include "distributed/Ops.h"
 #include "inductor/OpenRegModelContainerRunner.h"
 
 namespace at::openreg {
@@ -171,7 +172,9 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 // the ones SparseCPU, SparseCUDA and SparseMeta share, under the device guard PyTorch's
 // wrappers give them (native/SparseTensor.h): they only touch members, through openreg's
 // dense operators. Every other sparse operator takes the fallback, which runs
-// its CPU kernel on a CPU sparse alias over the members' kernel views.
+// its CPU kernel on a CPU sparse alias over the members' kernel views, torch.distributed's
+// collectives (c10d::*) excepted: as on CUDA, all_reduce has a sparse kernel of its own
+// and the others have none (the fallback raises for them).
 TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
   m.impl("empty.memory_format", OPENREG_GENERIC(empty_sparse_symint));
   m.impl("empty_like", OPENREG_GENERIC(empty_like_sparse_coo));
@@ -227,12 +230,18 @@ TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
 }
 
+// c10d registers allreduce_ for SparseCPU and SparseCUDA; this is the SparseCUDA one's
+// twin: the group's openreg backend's allreduce_sparse.
+TORCH_LIBRARY_IMPL(c10d, SparsePrivateUse1, m) {
+  m.impl("allreduce_", TORCH_FN(c10d::openreg::allreduce_sparse_));
+}
+
 TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::sparse_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::openreg_fallback>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&native::sparse_fallback>());
 }
 // DOC END: register-sparse
 

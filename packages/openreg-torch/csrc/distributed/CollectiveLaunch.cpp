@@ -1,5 +1,7 @@
 #include "distributed/CollectiveLaunch.h"
 
+#include <ATen/native/SparseTensorUtils.h>
+#include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mul.h>
 #include <c10/core/StorageImpl.h>
@@ -30,14 +32,38 @@ at::Tensor owning_alias(const at::Tensor& tensor) {
   return alias;
 }
 
+// A copy of the CPU tensor `host` in device memory, made through the kernel view as the
+// dense results are (no launch: gloo's thread may be the caller).
+at::Tensor device_copy(const at::Tensor& host, c10::Device device) {
+  at::Tensor copy = at::empty(host.sizes(), host.options().device(device));
+  at::native::openreg::kernel_alias(copy).copy_(host);
+  return copy;
+}
+
 } // namespace
 
+// DOC START: collective-copy-back
 void LaunchRecord::copy_back() {
   for (auto& [alias, host] : copy_back_) {
     alias.copy_(host);
   }
   copy_back_.clear();
+  if (sparse_back_.empty()) {
+    return;
+  }
+  // The new members come from the caching allocator on the collective's stream.
+  const c10::StreamGuard on_stream(stream_);
+  for (auto& [tensor, host] : sparse_back_) {
+    // What copy_ between sparse tensors does (gloo's own write-back on the CPU): the
+    // tensor takes new members; the old ones are left to whoever else holds them.
+    at::Tensor indices = device_copy(host._indices(), tensor.device());
+    at::Tensor values = device_copy(host._values(), tensor.device());
+    at::sparse::alias_into_sparse(tensor, indices, values);
+    at::sparse::get_sparse_impl(tensor)->set_coalesced(host.is_coalesced());
+  }
+  sparse_back_.clear();
 }
+// DOC END: collective-copy-back
 
 void LaunchRecord::complete(c10::ivalue::Future& future, c10::IValue value) const {
   const c10::StreamGuard guard(stream_);
@@ -83,6 +109,16 @@ at::Tensor CollectiveLaunch::stage(const at::Tensor& tensor, bool read, bool wri
   return host;
 }
 // DOC END: collective-stage
+
+at::Tensor CollectiveLaunch::sparse_inout(const at::Tensor& tensor) {
+  at::Tensor indices = input(tensor._indices());
+  at::Tensor values = input(tensor._values());
+  at::Tensor host = at::_sparse_coo_tensor_with_dims_and_tensors(
+      tensor.sparse_dim(), tensor.dense_dim(), tensor.sizes(), indices, values,
+      values.options().layout(c10::kSparse), tensor.is_coalesced());
+  record_.sparse_back_.emplace_back(tensor, host);
+  return host;
+}
 
 // DOC START: collective-run
 void CollectiveLaunch::run(std::string_view op, const std::function<void()>& issue) {

@@ -4,7 +4,8 @@
 // the execution layer (kernel-view aliases, one launch per collective). Gloo only ever sees CPU tensors: the
 // kernel-view aliases of the device tensors (zero-copy), or host copies of them when gloo
 // cannot use the memory as it is (non-contiguous tensors, PREMUL_SUM's scaled inputs).
-// Its call is issued when the current stream of the device reaches it.
+// Its call is issued when the current stream of the device reaches it. A sparse COO
+// tensor is handed over as a CPU sparse tensor over its members (indices, values).
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
@@ -22,8 +23,9 @@ namespace c10d::openreg {
 // What an issued collective leaves to do once gloo has finished.
 class OPENREG_TORCH_API LaunchRecord {
  public:
-  // Moves results gloo wrote into host copies back into device memory. Call once, after
-  // the transport completed successfully.
+  // Moves results gloo wrote into host copies back into device memory, and the members
+  // gloo gave the CPU sparse tensors into their openreg tensors. Call once, after the
+  // transport completed successfully.
   void copy_back();
   // Completes a future over device tensors; its ready event is recorded on the stream the
   // collective was issued on (consumers then order their streams after it).
@@ -35,6 +37,7 @@ class OPENREG_TORCH_API LaunchRecord {
 
   c10::Stream stream_;
   std::vector<std::pair<at::Tensor, at::Tensor>> copy_back_; // (device alias, host copy)
+  std::vector<std::pair<at::Tensor, at::Tensor>> sparse_back_; // (openreg sparse, CPU sparse)
 };
 
 // DOC START: collective-launch
@@ -50,6 +53,11 @@ class OPENREG_TORCH_API CollectiveLaunch {
   at::Tensor output(const at::Tensor& tensor);
   // Both, for in-place collectives (all_reduce, broadcast, reduce, recv).
   at::Tensor inout(const at::Tensor& tensor, const at::Tensor& scale = {});
+  // For a sparse COO `tensor` reduced in place (all_reduce): a CPU sparse tensor over its
+  // members' kernel views. Gloo replaces that tensor's members by the coalesced result
+  // (new CPU tensors, nnz may differ); once it has finished, `tensor` gets copies of
+  // them in device memory, as copy_ from a CPU sparse tensor would give it.
+  at::Tensor sparse_inout(const at::Tensor& tensor);
 
   // Runs `issue` (which hands the tensors above to gloo) once all work issued so far on
   // the stream has completed; later work on the stream starts after `issue` returned.

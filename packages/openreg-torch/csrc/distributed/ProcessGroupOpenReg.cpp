@@ -375,7 +375,8 @@ c10::Device ProcessGroupOpenReg::default_device() {
 }
 
 // DOC START: device-check
-c10::Device ProcessGroupOpenReg::device_for(const char* op, const TensorRefs& tensors) {
+c10::Device ProcessGroupOpenReg::device_for(const char* op, const TensorRefs& tensors,
+                                            c10::Layout layout) {
   std::optional<c10::Device> expected = getBoundDeviceId();
   const char* why = "init_process_group(device_id=...)";
   if (!expected) {
@@ -393,9 +394,10 @@ c10::Device ProcessGroupOpenReg::device_for(const char* op, const TensorRefs& te
         kBackendName, "' backend serves openreg tensors only; to use CPU tensors as well, ",
         "give the group a CPU backend: init_process_group() or ",
         "init_process_group(\"cpu:gloo,openreg:", kBackendName, "\")");
-    TORCH_CHECK_VALUE(tensor.layout() == c10::kStrided, "ProcessGroupOpenReg::", op,
-                      ": only strided tensors are supported, tensor ", i, " has layout ",
-                      tensor.layout());
+    TORCH_CHECK_VALUE(tensor.layout() == layout, "ProcessGroupOpenReg::", op, ": expected ",
+                      layout == c10::kStrided ? "strided tensors" : "sparse COO tensors",
+                      ", tensor ", i, " has layout ", tensor.layout(),
+                      " (sparse COO tensors: all_reduce with ReduceOp.SUM only)");
     if (!expected) {
       expected = tensor.device();
       why = "its first collective";
@@ -423,9 +425,10 @@ template <typename Prepare, typename Call>
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::collective(const char* op, OpType op_type,
                                                         const TensorRefs& tensors,
                                                         std::vector<at::Tensor> outputs,
-                                                        Prepare&& prepare, Call&& call) {
+                                                        Prepare&& prepare, Call&& call,
+                                                        c10::Layout layout) {
   Backend& transport = transport_or_throw(op);
-  const c10::Device device = device_for(op, tensors);
+  const c10::Device device = device_for(op, tensors, layout);
   CollectiveLaunch launch(device);
   prepare(launch);
   c10::intrusive_ptr<Work> work;
@@ -556,6 +559,21 @@ c10::intrusive_ptr<Work> ProcessGroupOpenReg::allreduce(std::vector<at::Tensor>&
       [&](Backend& gloo) { return gloo.allreduce(cpu, options); });
 }
 // DOC END: allreduce
+
+// Gloo sums sparse tensors (ReduceOp.SUM only, as on the CPU) by gathering every rank's
+// indices and values; it replaces the members of the CPU sparse tensors it is given.
+c10::intrusive_ptr<Work> ProcessGroupOpenReg::allreduce_sparse(std::vector<at::Tensor>& tensors,
+                                                              const AllreduceOptions& opts) {
+  std::vector<at::Tensor> cpu;
+  return collective(
+      "allreduce_sparse", OpType::_ALLREDUCE_SPARSE, refs_of(tensors), tensors,
+      [&](CollectiveLaunch& launch) {
+        for (const at::Tensor& tensor : tensors) {
+          cpu.push_back(launch.sparse_inout(tensor));
+        }
+      },
+      [&](Backend& gloo) { return gloo.allreduce_sparse(cpu, opts); }, c10::kSparse);
+}
 
 c10::intrusive_ptr<Work> ProcessGroupOpenReg::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const AllreduceCoalescedOptions& opts) {

@@ -114,6 +114,11 @@ class OPENREG_TORCH_API ProcessGroupOpenReg : public Backend {
                                      const BroadcastOptions& opts) override;
   c10::intrusive_ptr<Work> allreduce(std::vector<at::Tensor>& tensors,
                                      const AllreduceOptions& opts) override;
+  // Sparse COO tensors (c10d::allreduce_ of a sparse openreg tensor, distributed/Ops):
+  // gloo's sparse all_reduce on CPU sparse tensors over their members; each tensor then
+  // holds the coalesced sum in device memory, as gloo leaves a CPU tensor.
+  c10::intrusive_ptr<Work> allreduce_sparse(std::vector<at::Tensor>& tensors,
+                                            const AllreduceOptions& opts) override;
   c10::intrusive_ptr<Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                const AllreduceCoalescedOptions& opts) override;
   c10::intrusive_ptr<Work> reduce(std::vector<at::Tensor>& tensors,
@@ -164,7 +169,9 @@ class OPENREG_TORCH_API ProcessGroupOpenReg : public Backend {
   Backend& transport_or_throw(const char* op) const;
   // The device of this group's collectives (checked against every tensor): the bound
   // device (init_process_group(device_id=...)), else the device of the first collective.
-  c10::Device device_for(const char* op, const std::vector<const at::Tensor*>& tensors);
+  // Tensors must have `layout` (sparse COO for allreduce_sparse only).
+  c10::Device device_for(const char* op, const std::vector<const at::Tensor*>& tensors,
+                         c10::Layout layout = c10::kStrided);
   c10::Device default_device();
 
   // Issues one collective on `tensors` (all of its device tensors): `prepare(launch)`
@@ -174,7 +181,7 @@ class OPENREG_TORCH_API ProcessGroupOpenReg : public Backend {
   c10::intrusive_ptr<Work> collective(const char* op, OpType op_type,
                                       const std::vector<const at::Tensor*>& tensors,
                                       std::vector<at::Tensor> outputs, Prepare&& prepare,
-                                      Call&& call);
+                                      Call&& call, c10::Layout layout = c10::kStrided);
 
   c10::intrusive_ptr<Backend> transport_;
   std::string unavailable_reason_;

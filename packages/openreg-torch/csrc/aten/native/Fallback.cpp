@@ -196,6 +196,15 @@ void openreg_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 // DOC END: openreg-fallback
 
+void sparse_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      op.schema().name().rfind("c10d::", 0) != 0, "openreg: ", op.schema().operator_name(),
+      " on a sparse openreg tensor: of torch.distributed's collectives only all_reduce ",
+      "(ReduceOp.SUM) supports sparse tensors, sparse COO ones, as on CUDA; use a dense ",
+      "tensor (to_dense()) for the others");
+  openreg_fallback(op, stack);
+}
+
 namespace {
 
 // Whether a foreach call's tensors all live on one openreg device (CPU scalars aside).

@@ -33,6 +33,14 @@ void denied_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 // quantized tensors, and says so instead of PyTorch's "Could not run ... Quantizedopenreg".
 void quantized_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
+// Every operator on a sparse openreg tensor (SparsePrivateUse1) without a kernel of its
+// own: openreg_fallback, except for torch.distributed's collectives (c10d::*). c10d has
+// sparse kernels for all_reduce only, SparseCUDA's among them; openreg registers the
+// SparsePrivateUse1 one (distributed/Ops.h). Any other collective on a sparse tensor
+// raises, as on CUDA, instead of running the CPU's kernel, which would ask the group for
+// its CPU backend and write into a CPU alias of the tensor.
+void sparse_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
 // Foreach operators: the whole list in one fallback call when it lives on one device.
 void foreach_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
