@@ -114,6 +114,9 @@ def check_init_device_id(rank, world):
         objects = [None] * world
         dist.all_gather_object(objects, {"rank": rank})
         assert objects == [{"rank": r} for r in range(world)]
+        # Sparse tensors on a group with only orccl (no CPU backend to fall back on).
+        sparse_all_reduce(rank, world, gloo_reference=False)
+        ddp_with_sparse_embedding(rank, world)
     finally:
         dist.destroy_process_group()
 
@@ -467,8 +470,113 @@ def check_all_reduce(rank, world):
         t = data(rank, (5, 3)).to(device()).t()
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         assert_close(t.cpu(), torch.maximum(data(0, (5, 3)), data(1, (5, 3))).t())
+        sparse_all_reduce(rank, world, gloo_reference=True)
     finally:
         dist.destroy_process_group()
+
+
+def sparse_input(rank, dtype=torch.float32, empty=False):
+    """A per-rank sparse COO tensor with a dense dimension, uncoalesced (row 3 twice),
+    sharing rows with the other ranks' (or without entries)."""
+    indices = torch.tensor([[rank, 3, 3, 4 - rank]])
+    if empty:
+        indices = indices[:, :0]
+    values = data(rank, (indices.shape[1], 2), dtype=dtype)
+    return torch.sparse_coo_tensor(indices, values, (6, 2))
+
+
+def assert_same_sparse(actual, expected, msg=""):
+    """An openreg sparse tensor holds what a CPU one does: members, nnz, coalesced flag."""
+    assert actual.is_sparse and actual.device == device(), (actual.layout, actual.device, msg)
+    assert actual.is_coalesced() == expected.is_coalesced(), msg
+    assert actual._nnz() == expected._nnz(), (actual._nnz(), expected._nnz(), msg)
+    assert_close(actual._indices().cpu(), expected._indices(), msg=msg)
+    assert_close(actual._values().cpu(), expected._values(), msg=msg)
+
+
+def sparse_all_reduce(rank, world, gloo_reference):
+    """all_reduce of sparse COO openreg tensors, in the group made by the caller: as gloo on
+    CPU tensors, the tensor itself becomes the coalesced sum (synchronously, with async_op
+    and through its future). The reference is gloo's own CPU result if the group has gloo
+    for CPU tensors (`gloo_reference`), else the sum computed locally. Only SUM is
+    supported and no other collective takes sparse tensors (as on CUDA); both raise before
+    anything is issued."""
+    def reference(dtype=torch.float32, empty=False):  # empty: rank 1 has no entries
+        if gloo_reference:
+            expected = sparse_input(rank, dtype, empty and rank == 1)
+            dist.all_reduce(expected)
+            return expected
+        parts = [sparse_input(r, dtype, empty and r == 1) for r in range(world)]
+        return torch.stack(parts).sum(0).coalesce()
+
+    for dtype in (torch.float32, torch.float64, torch.int64):
+        for empty in (False, True):
+            expected = reference(dtype, empty)
+            t = sparse_input(rank, dtype, empty and rank == 1).to(device())
+            assert dist.all_reduce(t) is None
+            assert_same_sparse(t, expected, msg=f"{dtype} empty={empty}")
+    expected = reference()
+    t = sparse_input(rank).to(device())
+    work = dist.all_reduce(t, async_op=True)
+    assert work.wait()
+    assert_same_sparse(t, expected)
+    assert work.result()[0] is t  # as gloo's for a CPU tensor
+    t = sparse_input(rank).to(device())
+    future = dist.all_reduce(t, async_op=True).get_future()
+    assert future.wait()[0] is t
+    assert_same_sparse(t, expected)
+    expect_error(lambda: dist.all_reduce(t, op=dist.ReduceOp.MAX), "ReduceOp.SUM")
+    for collective in (lambda: dist.broadcast(t, src=0), lambda: dist.reduce(t, dst=0)):
+        expect_error(collective, "on a sparse openreg tensor", "only all_reduce",
+                     error=NotImplementedError)
+    # Nothing was issued: the group is still in step.
+    t = sparse_input(rank).to(device())
+    dist.all_reduce(t)
+    assert_same_sparse(t, expected)
+
+
+class SparseNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(20, 4, sparse=True)
+        self.head = torch.nn.Linear(4, 1)
+
+    def forward(self, ids):
+        return self.head(self.embedding(ids).mean(1))
+
+
+def ddp_with_sparse_embedding(rank, world, steps=3):
+    """DDP of a model with a sparse Embedding (its gradient is all-reduced as a sparse
+    tensor) trains like the model on one CPU over every rank's batch."""
+    from torch.nn.functional import mse_loss
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def batch(step, r):
+        generator = torch.Generator().manual_seed(10 * step + r)
+        return (torch.randint(0, 20, (4, 3), generator=generator),
+                torch.randn(4, 1, generator=generator))
+
+    torch.manual_seed(0)
+    reference = SparseNet()
+    model = copy.deepcopy(reference).to(device())
+    ddp = DDP(model)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(steps):
+        ids, y = batch(step, rank)
+        mse_loss(ddp(ids.to(device())), y.to(device())).backward()
+        assert model.embedding.weight.grad.is_sparse
+        optimizer.step()
+        optimizer.zero_grad()
+        # DDP averages the ranks' gradients: the gradient of the mean of their losses.
+        losses = [mse_loss(reference(i), target) for i, target in
+                  (batch(step, r) for r in range(world))]
+        (sum(losses) / world).backward()
+        reference_optimizer.step()
+        reference_optimizer.zero_grad()
+    for name, parameter in model.named_parameters():
+        assert_close(parameter.detach().cpu(), dict(reference.named_parameters())[name].detach(),
+                     msg=name)
 
 
 def check_broadcast_and_reduce(rank, world):
