@@ -200,8 +200,8 @@ void sparse_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   TORCH_CHECK_NOT_IMPLEMENTED(
       op.schema().name().rfind("c10d::", 0) != 0, "openreg: ", op.schema().operator_name(),
       " on a sparse openreg tensor: of torch.distributed's collectives only all_reduce ",
-      "(ReduceOp.SUM) supports sparse tensors, sparse COO ones, as on CUDA; use a dense ",
-      "tensor (to_dense()) for the others");
+      "(ReduceOp.SUM) supports sparse tensors, and sparse COO ones only, as on CUDA; use a ",
+      "dense tensor (to_dense()) otherwise");
   openreg_fallback(op, stack);
 }
 
