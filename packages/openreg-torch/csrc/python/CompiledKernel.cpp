@@ -9,6 +9,7 @@
 
 #include "execution/CompiledKernel.h"
 #include "execution/KernelView.h"
+#include "python/WithoutGil.h"
 
 namespace py = pybind11;
 
@@ -56,8 +57,7 @@ class PyCompiledKernel {
       }
     }
     // The launch waits for the stream's earlier work: let other Python threads run.
-    py::gil_scoped_release no_gil;
-    kernel_.launch(device, addresses.data());
+    without_gil([&] { kernel_.launch(device, addresses.data()); });
   }
 // DOC END: compiled-kernel-call
 

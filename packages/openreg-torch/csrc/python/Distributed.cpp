@@ -4,6 +4,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "distributed/ProcessGroupOpenReg.h"
+#include "python/WithoutGil.h"
 
 namespace py = pybind11;
 
@@ -25,8 +26,7 @@ void init_distributed_bindings(py::module_& m) {
   ProcessGroupOpenReg::set_run_without_gil([](void (*fn)(void*), void* arg) {
     // While the interpreter finalizes, a thread taking the GIL is ended by Python: keep it.
     if (PyGILState_Check() != 0 && !interpreter_finalizing()) {
-      py::gil_scoped_release without_gil;
-      fn(arg);
+      without_gil([&] { fn(arg); });
     } else {
       fn(arg);
     }

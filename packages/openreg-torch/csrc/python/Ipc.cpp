@@ -9,6 +9,7 @@
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegIpcTypes.h"
+#include "python/WithoutGil.h"
 
 namespace py = pybind11;
 
@@ -37,10 +38,7 @@ void bind_interprocess_events(py::module_& m) {
   });
   m.def("_ipc_event_handle", [](uintptr_t e) {
     orIpcEventHandle_t handle;
-    {
-      py::gil_scoped_release no_gil;
-      OPENREG_CHECK(orIpcGetEventHandle(&handle, event(e)));
-    }
+    without_gil([&] { OPENREG_CHECK(orIpcGetEventHandle(&handle, event(e))); });
     return py::bytes(reinterpret_cast<const char*>(&handle), sizeof(handle));
   });
   m.def("_ipc_event_open", [](const py::bytes& bytes) {
@@ -50,10 +48,7 @@ void bind_interprocess_events(py::module_& m) {
     orIpcEventHandle_t handle;
     std::memcpy(&handle, data.data(), sizeof(handle));
     orEvent_t e = nullptr;
-    {
-      py::gil_scoped_release no_gil;
-      OPENREG_CHECK(orIpcOpenEventHandle(&e, handle));
-    }
+    without_gil([&] { OPENREG_CHECK(orIpcOpenEventHandle(&e, handle)); });
     return reinterpret_cast<uintptr_t>(e);
   });
   m.def("_ipc_event_record", [](uintptr_t e, uintptr_t s) {
@@ -72,12 +67,10 @@ void bind_interprocess_events(py::module_& m) {
     return true;
   });
   m.def("_ipc_event_synchronize", [](uintptr_t e) {
-    py::gil_scoped_release no_gil;
-    OPENREG_CHECK(orEventSynchronize(event(e)));
+    without_gil([&] { OPENREG_CHECK(orEventSynchronize(event(e))); });
   });
   m.def("_ipc_event_destroy", [](uintptr_t e) {
-    py::gil_scoped_release no_gil;
-    OPENREG_CHECK(orEventDestroy(event(e)));
+    without_gil([&] { OPENREG_CHECK(orEventDestroy(event(e))); });
   });
 }
 
@@ -87,22 +80,18 @@ void init_ipc_bindings(py::module_& m) {
   // (device, handle bytes, base pointer, offset of the data in the allocation, nbytes)
   m.def("_ipc_share_storage", [](py::handle storage) {
     const c10::Storage& s = unpack(storage);
-    c10::openreg::SharedStorageInfo info;
-    {
-      py::gil_scoped_release no_gil;
-      info = c10::openreg::shareStorage(s);
-    }
+    const c10::openreg::SharedStorageInfo info =
+        without_gil([&] { return c10::openreg::shareStorage(s); });
     return py::make_tuple(static_cast<int>(info.device), py::bytes(info.handle), info.base,
                           info.offset, info.nbytes);
   });
   m.def("_ipc_open_handle", [](const py::bytes& handle) {
     const std::string bytes = handle;
-    py::gil_scoped_release no_gil;
-    return reinterpret_cast<uintptr_t>(c10::openreg::openHandle(bytes));
+    return without_gil(
+        [&] { return reinterpret_cast<uintptr_t>(c10::openreg::openHandle(bytes)); });
   });
   m.def("_ipc_close_handle", [](uintptr_t base) {
-    py::gil_scoped_release no_gil;
-    c10::openreg::closeHandle(reinterpret_cast<void*>(base));
+    without_gil([&] { c10::openreg::closeHandle(reinterpret_cast<void*>(base)); });
   });
   m.def("_ipc_wrap_opened_handle", [](int device, uintptr_t base, size_t offset, size_t nbytes) {
     c10::Storage storage = c10::openreg::wrapOpenedHandle(
@@ -111,13 +100,9 @@ void init_ipc_bindings(py::module_& m) {
   });
   m.def("_ipc_release_unused_handle", [](const py::bytes& handle) {
     const std::string bytes = handle;
-    py::gil_scoped_release no_gil;
-    c10::openreg::releaseUnusedHandle(bytes);
+    without_gil([&] { c10::openreg::releaseUnusedHandle(bytes); });
   });
-  m.def("_ipc_collect", [] {
-    py::gil_scoped_release no_gil;
-    return c10::openreg::ipcCollect();
-  });
+  m.def("_ipc_collect", [] { return without_gil([] { return c10::openreg::ipcCollect(); }); });
   m.def("_ipc_memory_stats", [](int device) {
     const auto stats = c10::openreg::ipcMemoryStats(static_cast<c10::DeviceIndex>(device));
     py::dict result;

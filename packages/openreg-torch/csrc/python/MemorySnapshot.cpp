@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "runtime/OpenRegDeviceAllocator.h"
+#include "python/WithoutGil.h"
 
 namespace py = pybind11;
 
@@ -95,11 +96,8 @@ class Frames {
 // The dictionary torch.cuda.memory._snapshot() returns, which torch.cuda._memory_viz
 // and the memory visualiser read.
 py::dict memorySnapshot() {
-  c10::openreg::MemorySnapshot snapshot;
-  {
-    py::gil_scoped_release no_gil;  // the caches' locks are taken without the GIL
-    snapshot = c10::openreg::snapshot();
-  }
+  // The caches' locks are taken without the GIL.
+  c10::openreg::MemorySnapshot snapshot = without_gil([] { return c10::openreg::snapshot(); });
   Frames frames;
   for (const auto& segment : snapshot.segments) {
     frames.add(segment.context_when_allocated);

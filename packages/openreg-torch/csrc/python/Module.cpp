@@ -14,6 +14,7 @@
 #include "python/MemorySnapshot.h"
 #include "python/SanitizerSelfTest.h"
 #include "python/Stream.h"
+#include "python/WithoutGil.h"
 #include "runtime/OpenRegException.h"
 #include "runtime/OpenRegFunctions.h"
 #include "runtime/OpenRegGenerator.h"
@@ -70,8 +71,7 @@ py::dict host_memory_stats() {
 void synchronize(DeviceIndex device) {
   c10::openreg::check_device_index(device);
   const c10::DeviceGuard guard(c10::Device(c10::kPrivateUse1, device));
-  py::gil_scoped_release no_gil;
-  OPENREG_CHECK(orDeviceSynchronize());
+  openreg_torch::without_gil([] { OPENREG_CHECK(orDeviceSynchronize()); });
 }
 
 } // namespace
@@ -79,6 +79,9 @@ void synchronize(DeviceIndex device) {
 // DOC START: module-methods
 PYBIND11_MODULE(_C, m) {
   m.doc() = "openreg PyTorch backend (private bindings; use torch.openreg)";
+  // Which thread finalizes the interpreter (python/WithoutGil.h).
+  openreg_torch::record_main_thread(
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>());
   m.def("_get_device_count", [] { return static_cast<int>(c10::openreg::device_count()); });
   m.def("_get_device", [] { return static_cast<int>(c10::openreg::current_device()); });
   m.def("_set_device", [](DeviceIndex device) { c10::openreg::set_device(device); });
