@@ -46,6 +46,7 @@ def test_forked_child_gets_bad_fork_error(run_python):
                 code = code or (0 if "fork" in str(error) else 4)
             try:
                 x * x  # inherited memory the child does not have: an error, not a fault
+                # (whichever runtime call refuses first: the device guard's, today)
                 code = 5
             except RuntimeError as error:
                 code = code or (0 if "fork" in str(error) else 6)
